@@ -1,0 +1,120 @@
+# Terrace — build, test and verify every module of the Go workspace.
+# `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BIN := $(ROOT)/bin
+TOOLS_BIN := $(BIN)/tools
+K8S_BIN := $(BIN)/k8s
+
+# Every module of the workspace, in dependency order.
+MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub e2e
+
+# Binary name -> package directory.
+BINARIES := installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub
+PKG_installation-controller := ./installation-controller
+PKG_execution-controller := ./execution-controller
+PKG_manifest-deployer := ./deployers/cmd/manifest-deployer
+PKG_mock-deployer := ./deployers/cmd/mock-deployer
+PKG_dt-binder := ./dt-binder
+PKG_sandbox-provisioner := ./sandbox-provisioner
+PKG_spacerequest-stub := ./spacerequest-stub
+
+# Pinned tool versions. Bumping one reinstalls it (the version is part of the path).
+CONTROLLER_GEN_VERSION := v0.23.0
+GOLANGCI_LINT_VERSION := v2.15.0
+CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# Tests: envtest finds the control plane this project builds (hack/build-control-plane.sh).
+TEST_FLAGS ?= -count=1 -timeout=20m
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  \033[36m%-24s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: generate-apis ## Generate all code (deepcopy, CRDs).
+
+.PHONY: generate-apis
+generate-apis: $(CONTROLLER_GEN) ## Generate deepcopy functions and CRD YAML for apis/.
+	cd apis && $(CONTROLLER_GEN) object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
+	rm -f apis/config/crd/bases/*.yaml
+	cd apis && $(CONTROLLER_GEN) crd paths=./landscaper/... paths=./appstudio/... paths=./toolchain/... output:crd:artifacts:config=config/crd/bases
+
+.PHONY: fmt
+fmt: ## Format all Go code.
+	gofmt -w $(MODULES) hack
+
+.PHONY: tidy
+tidy: ## Run go mod tidy in every module.
+	@for m in $(MODULES) hack/tools/kube hack/tools/etcd; do (cd $$m && GOWORK=off go mod tidy); done
+
+##@ Verification
+
+.PHONY: verify
+verify: verify-fmt verify-vet verify-lint verify-generate verify-tidy verify-gowork-off ## Run every check CI runs besides tests.
+
+.PHONY: verify-fmt
+verify-fmt: ## Fail if any Go file is not gofmt-ed.
+	@out="$$(gofmt -l $(MODULES) hack)"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: verify-vet
+verify-vet: ## Run go vet in every module.
+	@for m in $(MODULES); do echo "go vet: $$m"; (cd $$m && go vet ./...); done
+
+.PHONY: verify-lint
+verify-lint: $(GOLANGCI_LINT) ## Run golangci-lint in every module.
+	@for m in $(MODULES); do echo "golangci-lint: $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yaml ./...); done
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail if generated code differs from what is committed.
+	@git diff --exit-code -- apis || { echo "generated code is out of date: run 'make generate' and commit"; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- apis)"; if [[ -n "$$untracked" ]]; then echo "untracked generated files: $$untracked"; exit 1; fi
+
+.PHONY: verify-tidy
+verify-tidy: tidy ## Fail if go.mod/go.sum of any module is not tidy.
+	@git diff --exit-code -- '*go.mod' '*go.sum' || { echo "go.mod/go.sum not tidy: run 'make tidy' and commit"; exit 1; }
+
+.PHONY: verify-gowork-off
+verify-gowork-off: ## Build every module with GOWORK=off (as image builds do).
+	@for m in $(MODULES); do echo "GOWORK=off go build: $$m"; (cd $$m && GOWORK=off go build ./...); done
+
+##@ Build
+
+.PHONY: build
+build: $(addprefix build-,$(BINARIES)) ## Build every controller binary into bin/.
+
+.PHONY: $(addprefix build-,$(BINARIES))
+$(addprefix build-,$(BINARIES)): build-%:
+	go build -o $(BIN)/$* $(PKG_$*)
+
+.PHONY: build-control-plane
+build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s (cached).
+	hack/build-control-plane.sh
+
+##@ Test
+
+.PHONY: test
+test: build-control-plane ## Run every module's tests against a real kube-apiserver and etcd.
+	@for m in $(MODULES); do echo "go test: $$m"; (cd $$m && go test $(TEST_FLAGS) ./...); done
+
+##@ Tools
+
+$(CONTROLLER_GEN):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) GOWORK=off go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(TOOLS_BIN)/controller-gen $@
+
+$(GOLANGCI_LINT):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) GOWORK=off go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(TOOLS_BIN)/golangci-lint $@

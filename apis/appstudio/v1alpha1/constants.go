@@ -1,0 +1,78 @@
+package v1alpha1
+
+// Annotations of seed 004.
+const (
+	// ProvisionerAnnotation is set by the binder on a claim that needs dynamic
+	// provisioning; its value is the class's provisioner (e.g. appstudio.redhat.com/devsandbox).
+	ProvisionerAnnotation = "provisioner.appstudio.redhat.com/dt-provisioner"
+	// ProvisionedByAnnotation is set by a provisioner on the targets it creates.
+	ProvisionedByAnnotation = "provisioner.appstudio.redhat.com/provisioned-by"
+	// BindCompleteAnnotation ("true") is set by the binder once a claim is bound.
+	BindCompleteAnnotation = "dt.appstudio.redhat.com/bind-complete"
+	// BoundByControllerAnnotation ("true") is set by the binder when it, not the
+	// user, chose the target.
+	BoundByControllerAnnotation = "dt.appstudio.redhat.com/bound-by-controller"
+)
+
+// AnnotationTrue is the value of boolean annotations.
+const AnnotationTrue = "true"
+
+// Finalizers.
+const (
+	// ClaimFinalizer keeps a claim until its target is dealt with per the class's reclaimPolicy.
+	ClaimFinalizer = "binder.appstudio.redhat.com/finalizer"
+	// TargetFinalizer keeps a provisioned target until its SpaceRequest is gone.
+	TargetFinalizer = "provisioner.appstudio.redhat.com/finalizer"
+)
+
+// Labels.
+const (
+	// ClaimLabel on a SpaceRequest names the claim it was created for.
+	ClaimLabel = "appstudio.openshift.io/dtc"
+	// ClassLabel on a SpaceRequest names the claim's DeploymentTargetClass.
+	ClassLabel = "appstudio.openshift.io/dtcls"
+)
+
+// Provisioners.
+const (
+	// SandboxProvisioner provisions namespaces through SpaceRequests.
+	SandboxProvisioner = "appstudio.redhat.com/devsandbox"
+)
+
+// DeploymentTargetPhase is the phase of a DeploymentTarget.
+type DeploymentTargetPhase string
+
+// DeploymentTarget phases.
+const (
+	DeploymentTargetPhasePending   DeploymentTargetPhase = "Pending"
+	DeploymentTargetPhaseAvailable DeploymentTargetPhase = "Available"
+	DeploymentTargetPhaseBound     DeploymentTargetPhase = "Bound"
+	DeploymentTargetPhaseReleased  DeploymentTargetPhase = "Released"
+	DeploymentTargetPhaseFailed    DeploymentTargetPhase = "Failed"
+)
+
+// DeploymentTargetClaimPhase is the phase of a DeploymentTargetClaim.
+type DeploymentTargetClaimPhase string
+
+// DeploymentTargetClaim phases.
+const (
+	DeploymentTargetClaimPhasePending DeploymentTargetClaimPhase = "Pending"
+	DeploymentTargetClaimPhaseBound   DeploymentTargetClaimPhase = "Bound"
+	DeploymentTargetClaimPhaseLost    DeploymentTargetClaimPhase = "Lost"
+)
+
+// ReclaimPolicy says what happens to a target when its claim is deleted.
+// +kubebuilder:validation:Enum=Delete;Retain
+type ReclaimPolicy string
+
+// Reclaim policies.
+const (
+	ReclaimPolicyDelete ReclaimPolicy = "Delete"
+	ReclaimPolicyRetain ReclaimPolicy = "Retain"
+)
+
+// Condition types.
+const (
+	// ConditionBound reports whether a claim or target is bound, and why not.
+	ConditionBound = "Bound"
+)

@@ -1,0 +1,201 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BlueprintFileName is the file of an inline blueprint's filesystem that holds
+// the blueprint itself.
+const BlueprintFileName = "blueprint.yaml"
+
+// InlineBlueprint is a blueprint carried in the installation itself.
+type InlineBlueprint struct {
+	// Filesystem maps file names to their content. It must hold blueprint.yaml;
+	// sub-installation templates may reference other files in it.
+	// +kubebuilder:validation:XValidation:rule="'blueprint.yaml' in self",message="an inline blueprint's filesystem must contain blueprint.yaml"
+	Filesystem map[string]string `json:"filesystem"`
+}
+
+// BlueprintDefinition says where an installation's blueprint comes from.
+// +kubebuilder:validation:XValidation:rule="has(self.inline)",message="spec.blueprint.inline is required: Terrace supports inline blueprints only"
+type BlueprintDefinition struct {
+	// Inline is a blueprint carried in the installation.
+	// +optional
+	Inline *InlineBlueprint `json:"inline,omitempty"`
+}
+
+// DataImport imports one data value.
+// +kubebuilder:validation:XValidation:rule="(has(self.dataRef) ? 1 : 0) + (has(self.secretRef) ? 1 : 0) + (has(self.configMapRef) ? 1 : 0) == 1",message="a data import needs exactly one of dataRef, secretRef, configMapRef"
+type DataImport struct {
+	// Name of the import as the blueprint declares it.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// DataRef names a DataObject in the installation's namespace (or an export
+	// name of a sibling, which is a DataObject the controller writes).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DataRef string `json:"dataRef,omitempty"`
+	// SecretRef reads the value from a Secret key.
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+	// ConfigMapRef reads the value from a ConfigMap key.
+	// +optional
+	ConfigMapRef *LocalConfigMapReference `json:"configMapRef,omitempty"`
+}
+
+// LocalConfigMapReference points at one key of a ConfigMap in the referrer's namespace.
+type LocalConfigMapReference struct {
+	// Name of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the ConfigMap's data.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// TargetImport imports one Target.
+type TargetImport struct {
+	// Name of the import as the blueprint declares it.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Target names a Target in the installation's namespace, or an export of a sibling.
+	// +kubebuilder:validation:MinLength=1
+	Target string `json:"target"`
+}
+
+// InstallationImports are the values an installation reads.
+type InstallationImports struct {
+	// Data imports.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=map
+	// +listMapKey=name
+	Data []DataImport `json:"data,omitempty"`
+	// Target imports.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Targets []TargetImport `json:"targets,omitempty"`
+}
+
+// DataExport exports one data value as a DataObject.
+type DataExport struct {
+	// Name of the export as the blueprint declares it.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// DataRef is the name of the DataObject written.
+	// +kubebuilder:validation:MinLength=1
+	DataRef string `json:"dataRef"`
+}
+
+// TargetExport exports one Target.
+type TargetExport struct {
+	// Name of the export as the blueprint declares it.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Target is the name of the Target written.
+	// +kubebuilder:validation:MinLength=1
+	Target string `json:"target"`
+}
+
+// InstallationExports are the values an installation writes.
+type InstallationExports struct {
+	// Data exports.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Data []DataExport `json:"data,omitempty"`
+	// Target exports.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Targets []TargetExport `json:"targets,omitempty"`
+}
+
+// InstallationSpec describes what an installation installs.
+type InstallationSpec struct {
+	// Context names the Context object of the installation ("default" if empty).
+	// +optional
+	Context string `json:"context,omitempty"`
+	// Blueprint is the installation's blueprint.
+	Blueprint BlueprintDefinition `json:"blueprint"`
+	// Imports are read before sub-objects are templated.
+	// +optional
+	Imports InstallationImports `json:"imports,omitempty"`
+	// ImportDataMappings derive further import values by templating.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	ImportDataMappings map[string]AnyJSON `json:"importDataMappings,omitempty"`
+	// Exports are written when the installation completes.
+	// +optional
+	Exports InstallationExports `json:"exports,omitempty"`
+	// ExportDataMappings derive export values by templating.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	ExportDataMappings map[string]AnyJSON `json:"exportDataMappings,omitempty"`
+}
+
+// InstallationStatus is the installation's progress through its current job.
+type InstallationStatus struct {
+	// Phase of the installation (seed 002's installation and deletion flows).
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// JobID is the current job; generated on a root installation, handed down otherwise.
+	// +optional
+	JobID string `json:"jobID,omitempty"`
+	// JobIDFinished is the last job the installation finished.
+	// +optional
+	JobIDFinished string `json:"jobIDFinished,omitempty"`
+	// ObservedGeneration is the generation the current job started from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions add detail to the phase.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastError is the last error the installation ran into.
+	// +optional
+	LastError *Error `json:"lastError,omitempty"`
+	// ImportsHash is the hash of the imports read in the Init phase; Completing
+	// fails the job if the imports changed meanwhile.
+	// +optional
+	ImportsHash string `json:"importsHash,omitempty"`
+	// InstallationReferences lists the sub-installations by template name.
+	// +optional
+	InstallationReferences []NamedObjectReference `json:"installationRefs,omitempty"`
+	// ExecutionReference points at the installation's execution.
+	// +optional
+	ExecutionReference *ObjectReference `json:"executionRef,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=inst,categories=landscaper;terrace
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Execution",type=string,JSONPath=`.status.executionRef.name`
+// +kubebuilder:printcolumn:name="JobID",type=string,JSONPath=`.status.jobID`
+// +kubebuilder:printcolumn:name="JobIDFinished",type=string,JSONPath=`.status.jobIDFinished`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.lastError.reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Installation instantiates a blueprint: it templates sub-installations and an
+// execution from its imports, and writes its exports.
+type Installation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InstallationSpec   `json:"spec"`
+	Status InstallationStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// InstallationList is a list of Installations.
+type InstallationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Installation `json:"items"`
+}

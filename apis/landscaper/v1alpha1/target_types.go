@@ -1,0 +1,46 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TargetSpec describes where deploy items are applied and with which credentials.
+// +kubebuilder:validation:XValidation:rule="!(has(self.config) && has(self.secretRef))",message="a target takes its configuration either inline (config) or from a Secret (secretRef), not both"
+type TargetSpec struct {
+	// Type of the target, e.g. landscaper.gardener.cloud/kubernetes-cluster.
+	// +kubebuilder:validation:MinLength=1
+	Type string `json:"type"`
+	// Config is the type-specific configuration; for kubernetes-cluster targets
+	// {"kubeconfig": "<kubeconfig YAML>"}.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Config *AnyJSON `json:"config,omitempty"`
+	// SecretRef reads the configuration from a Secret key in the Target's
+	// namespace instead (for kubernetes-cluster targets: the kubeconfig).
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=tgt,categories=landscaper;terrace
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.metadata.annotations.landscaper\.gardener\.cloud/environment`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Target is an environment deploy items are applied to, e.g. a cluster.
+type Target struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec TargetSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// TargetList is a list of Targets.
+type TargetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Target `json:"items"`
+}
