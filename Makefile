@@ -46,9 +46,7 @@ generate: generate-apis ## Generate all code (deepcopy, CRDs).
 
 .PHONY: generate-apis
 generate-apis: $(CONTROLLER_GEN) ## Generate deepcopy functions and CRD YAML for apis/.
-	cd apis && $(CONTROLLER_GEN) object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
-	rm -f apis/config/crd/bases/*.yaml
-	cd apis && $(CONTROLLER_GEN) crd paths=./landscaper/... paths=./appstudio/... paths=./toolchain/... output:crd:artifacts:config=config/crd/bases
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-apis.sh apis
 
 .PHONY: fmt
 fmt: ## Format all Go code.
@@ -76,13 +74,14 @@ verify-lint: $(GOLANGCI_LINT) ## Run golangci-lint in every module.
 	@for m in $(MODULES); do echo "golangci-lint: $$m"; (cd $$m && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yaml ./...); done
 
 .PHONY: verify-generate
-verify-generate: generate ## Fail if generated code differs from what is committed.
-	@git diff --exit-code -- apis || { echo "generated code is out of date: run 'make generate' and commit"; exit 1; }
-	@untracked="$$(git ls-files --others --exclude-standard -- apis)"; if [[ -n "$$untracked" ]]; then echo "untracked generated files: $$untracked"; exit 1; fi
+verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the sources (generates into a copy; the tree is not touched).
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; cp -r apis "$$tmp/apis"; \
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-apis.sh "$$tmp/apis" >/dev/null; \
+	diff -ru apis "$$tmp/apis" || { echo "generated code is out of date: run 'make generate'"; exit 1; }
 
 .PHONY: verify-tidy
-verify-tidy: tidy ## Fail if go.mod/go.sum of any module is not tidy.
-	@git diff --exit-code -- '*go.mod' '*go.sum' || { echo "go.mod/go.sum not tidy: run 'make tidy' and commit"; exit 1; }
+verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
+	@for m in $(MODULES) hack/tools/kube hack/tools/etcd; do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
 
 .PHONY: verify-gowork-off
 verify-gowork-off: ## Build every module with GOWORK=off (as image builds do).
@@ -104,7 +103,7 @@ build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager i
 ##@ Test
 
 .PHONY: test
-test: build-control-plane ## Run every module's tests against a real kube-apiserver and etcd.
+test: build-control-plane build ## Run every module's tests against a real kube-apiserver and etcd (e2e runs the built binaries).
 	@for m in $(MODULES); do echo "go test: $$m"; (cd $$m && go test $(TEST_FLAGS) ./...); done
 
 ##@ Tools

@@ -105,7 +105,7 @@ func TestSetupFileExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []map[string]any
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		var m map[string]any

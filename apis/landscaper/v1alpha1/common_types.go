@@ -57,7 +57,6 @@ type NamedObjectReference struct {
 	Reference ObjectReference `json:"ref"`
 }
 
-
 // LocalSecretReference points at one key of a Secret in the referrer's namespace.
 type LocalSecretReference struct {
 	// Name of the Secret.
@@ -67,7 +66,6 @@ type LocalSecretReference struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 }
-
 
 // Error describes the last error an object ran into, in the shape the
 // deployer contract prescribes.
