@@ -40,8 +40,8 @@ const (
 	KeepPolicy ManifestPolicy = "keep"
 	// IgnorePolicy skips the object.
 	IgnorePolicy ManifestPolicy = "ignore"
-	// ImmediatePolicy is manage, and deletes the object as soon as it leaves the configuration.
-	ImmediatePolicy ManifestPolicy = "immediate"
+	// ImmutablePolicy creates the object but never updates or deletes it.
+	ImmutablePolicy ManifestPolicy = "immutable"
 )
 
 // UpdateStrategy says how existing objects are updated.
@@ -72,10 +72,17 @@ type ProviderConfiguration struct {
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 	// Manifests are the objects to apply.
 	Manifests []Manifest `json:"manifests,omitempty"`
-	// ReapplyInterval, when set, re-applies the manifests this often to correct
-	// drift on the target (e.g. "10m").
+	// ContinuousReconcile, when set, re-applies the manifests periodically to
+	// correct drift on the target.
 	// +optional
-	ReapplyInterval *metav1.Duration `json:"reapplyInterval,omitempty"`
+	ContinuousReconcile *ContinuousReconcileSpec `json:"continuousReconcile,omitempty"`
+}
+
+// ContinuousReconcileSpec says how often a finished item is reconciled again.
+type ContinuousReconcileSpec struct {
+	// Every is the interval between reconciles (e.g. "5m").
+	// +optional
+	Every *metav1.Duration `json:"every,omitempty"`
 }
 
 // TypedObjectReference names an object of any kind.
