@@ -42,11 +42,15 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: generate-apis ## Generate all code (deepcopy, CRDs).
+generate: generate-apis generate-rbac ## Generate all code (deepcopy, CRDs, RBAC).
 
 .PHONY: generate-apis
 generate-apis: $(CONTROLLER_GEN) ## Generate deepcopy functions and CRD YAML for apis/.
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-apis.sh apis
+
+.PHONY: generate-rbac
+generate-rbac: $(CONTROLLER_GEN) ## Generate each binary's ClusterRole (config/rbac/<binary>/role.yaml) from its +kubebuilder:rbac markers.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-rbac.sh config/rbac
 
 .PHONY: fmt
 fmt: ## Format all Go code.
@@ -77,7 +81,9 @@ verify-lint: $(GOLANGCI_LINT) ## Run golangci-lint in every module.
 verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the sources (generates into a copy; the tree is not touched).
 	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; cp -r apis "$$tmp/apis"; \
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-apis.sh "$$tmp/apis" >/dev/null; \
-	diff -ru apis "$$tmp/apis" || { echo "generated code is out of date: run 'make generate'"; exit 1; }
+	diff -ru apis "$$tmp/apis" || { echo "generated code is out of date: run 'make generate'"; exit 1; }; \
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-rbac.sh "$$tmp/rbac"; \
+	diff -ru config/rbac "$$tmp/rbac" || { echo "generated RBAC is out of date: run 'make generate'"; exit 1; }
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
