@@ -106,6 +106,24 @@ $(addprefix build-,$(BINARIES)): build-%:
 build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s (cached).
 	hack/build-control-plane.sh
 
+##@ Local environment
+
+.PHONY: up
+up: build-control-plane build ## Start the local environment: control plane + every controller as its own process (.local/).
+	hack/local-env.sh up
+
+.PHONY: down
+down: ## Stop exactly what `make up` started.
+	hack/local-env.sh down
+
+.PHONY: status-local
+status-local: ## Show the processes of the local environment.
+	hack/local-env.sh status
+
+.PHONY: clean-local
+clean-local: ## Stop the local environment and remove its state (.local/).
+	hack/local-env.sh clean
+
 ##@ Test
 
 .PHONY: test

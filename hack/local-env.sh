@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The local environment: a real control plane (etcd, kube-apiserver,
+# kube-controller-manager) on loopback and every Terrace controller as its own
+# process, each authenticated as its own ServiceAccount bound to its own
+# generated ClusterRole (config/rbac/<binary>/role.yaml), so missing RBAC fails
+# here exactly as in a real cluster. No Docker needed.
+#
+#   hack/local-env.sh up      start (or recover) everything; returns when healthy
+#   hack/local-env.sh down    stop exactly what `up` started
+#   hack/local-env.sh status  show what runs
+#   hack/local-env.sh clean   down, then remove all state (.local/)
+#
+# State lives in .local/: pki/, etcd/, logs/<component>.log, pids/<component>.pid,
+# kubeconfig (admin), kubeconfigs/<binary>.kubeconfig.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOCAL="${ROOT}/.local"
+PKI="${LOCAL}/pki"
+LOGS="${LOCAL}/logs"
+PIDS="${LOCAL}/pids"
+K8S_BIN="${ROOT}/bin/k8s"
+BIN="${ROOT}/bin"
+KUBECONFIG_ADMIN="${LOCAL}/kubeconfig"
+
+# Ports (loopback only). Override with environment variables when they clash.
+ETCD_PORT="${TERRACE_ETCD_PORT:-22379}"
+ETCD_PEER_PORT="${TERRACE_ETCD_PEER_PORT:-22380}"
+APISERVER_PORT="${TERRACE_APISERVER_PORT:-26443}"
+KCM_PORT="${TERRACE_KCM_PORT:-20257}"
+CONTROLLER_PORT_BASE="${TERRACE_CONTROLLER_PORT_BASE:-28080}"
+
+NAMESPACE="terrace-system"
+CONTROLLERS=(installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub)
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+kubectl_admin() { kubectl --kubeconfig "${KUBECONFIG_ADMIN}" "$@"; }
+
+# --- processes ---------------------------------------------------------------
+
+pid_of() { [[ -f "${PIDS}/$1.pid" ]] && cat "${PIDS}/$1.pid" || true; }
+
+# running NAME: the recorded process exists, is not a zombie, and still runs
+# NAME's binary (after a reboot the PID may belong to something else).
+running() {
+  local pid state
+  pid="$(pid_of "$1")"
+  [[ -n "${pid}" && -r "/proc/${pid}/stat" ]] || return 1
+  state="$(awk '{ print $3 }' "/proc/${pid}/stat" 2>/dev/null)" || return 1
+  [[ "${state}" != "Z" ]] || return 1
+  tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- "/$1 "
+}
+
+# start NAME CMD...: starts CMD in the background (its own session, so a
+# terminal's Ctrl-C does not reach it), logs to .local/logs/NAME.log.
+start() {
+  local name="$1"; shift
+  if running "${name}"; then
+    log "${name} already running (pid $(pid_of "${name}"))"
+    return
+  fi
+  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null &
+  echo $! >"${PIDS}/${name}.pid"
+  log "started ${name} (pid $!, log .local/logs/${name}.log)"
+}
+
+stop() {
+  local name="$1" pid
+  pid="$(pid_of "${name}")"
+  if running "${name}"; then
+    kill -TERM "${pid}" 2>/dev/null || true
+    for _ in $(seq 1 100); do running "${name}" || break; sleep 0.1; done
+    kill -KILL "${pid}" 2>/dev/null || true
+    log "stopped ${name}"
+  fi
+  rm -f "${PIDS}/${name}.pid"
+}
+
+# wait_for DESCRIPTION SECONDS CMD...: retries CMD until it succeeds.
+wait_for() {
+  local what="$1" seconds="$2"; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      die "${what} not ready after ${seconds}s; see .local/logs/"
+    fi
+    sleep 0.5
+  done
+}
+
+# --- certificates ------------------------------------------------------------
+
+ensure_pki() {
+  mkdir -p "${PKI}"
+  [[ -f "${PKI}/ca.crt" ]] && return
+  log "generating certificates in .local/pki"
+  (
+    cd "${PKI}"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
+      -subj "/CN=terrace-local-ca" 2>/dev/null
+    # kube-apiserver serving certificate, valid for loopback and the in-cluster names.
+    cat >apiserver.ext <<EOF
+subjectAltName = IP:127.0.0.1, DNS:localhost, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, IP:10.0.0.1
+extendedKeyUsage = serverAuth
+EOF
+    openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt \
+      -days 3650 -extfile apiserver.ext 2>/dev/null
+    # Client certificates: the admin (system:masters) and kube-controller-manager.
+    client_cert() {
+      printf 'extendedKeyUsage = clientAuth\n' >client.ext
+      openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" \
+        -days 3650 -extfile client.ext 2>/dev/null
+    }
+    client_cert admin "/O=system:masters/CN=terrace-admin"
+    client_cert kube-controller-manager "/CN=system:kube-controller-manager"
+    # ServiceAccount token signing key pair.
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    rm -f ./*.csr ./*.ext
+  )
+}
+
+# write_kubeconfig FILE USER [cert key | token TOKEN]
+write_kubeconfig() {
+  local file="$1" user="$2"
+  shift 2
+  local cred
+  if [[ "$1" == "token" ]]; then
+    cred="    token: $2"
+  else
+    cred="    client-certificate: ${PKI}/$1.crt
+    client-key: ${PKI}/$1.key"
+  fi
+  umask 077
+  cat >"${file}" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: terrace-local
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority: ${PKI}/ca.crt
+users:
+- name: ${user}
+  user:
+${cred}
+contexts:
+- name: terrace-local
+  context: {cluster: terrace-local, user: ${user}}
+current-context: terrace-local
+EOF
+}
+
+# --- control plane -----------------------------------------------------------
+
+start_control_plane() {
+  start etcd "${K8S_BIN}/etcd" \
+    --data-dir "${LOCAL}/etcd" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "default=http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --unsafe-no-fsync
+  wait_for etcd 60 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
+
+  start kube-apiserver "${K8S_BIN}/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
+    --tls-cert-file "${PKI}/apiserver.crt" --tls-private-key-file "${PKI}/apiserver.key" \
+    --client-ca-file "${PKI}/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "${PKI}/sa.pub" \
+    --service-account-signing-key-file "${PKI}/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --authorization-mode RBAC \
+    --allow-privileged=true
+  write_kubeconfig "${KUBECONFIG_ADMIN}" terrace-admin admin admin
+  wait_for kube-apiserver 120 kubectl_admin get --raw /readyz
+
+  write_kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" system:kube-controller-manager kube-controller-manager kube-controller-manager
+  start kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
+    --kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "${KCM_PORT}" \
+    --service-account-private-key-file "${PKI}/sa.key" \
+    --root-ca-file "${PKI}/ca.crt" \
+    --use-service-account-credentials \
+    --leader-elect=false
+  wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:${KCM_PORT}/healthz"
+}
+
+# --- Terrace -----------------------------------------------------------------
+
+install_terrace() {
+  log "installing CRDs"
+  kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/apis/config/crd/bases" >/dev/null
+  kubectl_admin wait --for condition=Established --timeout 60s -f "${ROOT}/apis/config/crd/bases" >/dev/null
+  kubectl_admin create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+  # Each binary's ClusterRole is generated from its +kubebuilder:rbac markers.
+  kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/config/rbac/" -R >/dev/null
+  mkdir -p "${LOCAL}/kubeconfigs"
+  for c in "${CONTROLLERS[@]}"; do
+    kubectl_admin -n "${NAMESPACE}" create serviceaccount "${c}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+    kubectl_admin create clusterrolebinding "terrace-${c}" --clusterrole "terrace-${c}" \
+      --serviceaccount "${NAMESPACE}:${c}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+    local token
+    token="$(kubectl_admin -n "${NAMESPACE}" create token "${c}" --duration 8760h)"
+    write_kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" "${c}" token "${token}"
+  done
+}
+
+start_controllers() {
+  local i=0
+  for c in "${CONTROLLERS[@]}"; do
+    [[ -x "${BIN}/${c}" ]] || die "${BIN}/${c} missing: run make build"
+    local metrics=$((CONTROLLER_PORT_BASE + 2 * i)) health=$((CONTROLLER_PORT_BASE + 2 * i + 1))
+    start "${c}" "${BIN}/${c}" \
+      --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \
+      --metrics-bind-address "127.0.0.1:${metrics}" \
+      --health-probe-bind-address "127.0.0.1:${health}" \
+      --log-format console
+    echo "${metrics} ${health}" >"${PIDS}/${c}.ports"
+    i=$((i + 1))
+  done
+  for c in "${CONTROLLERS[@]}"; do
+    local health
+    health="$(cut -d' ' -f2 "${PIDS}/${c}.ports")"
+    wait_for "${c}" 60 curl -sf "http://127.0.0.1:${health}/readyz"
+  done
+}
+
+# --- commands ----------------------------------------------------------------
+
+up() {
+  mkdir -p "${LOGS}" "${PIDS}"
+  for b in etcd kube-apiserver kube-controller-manager; do
+    [[ -x "${K8S_BIN}/${b}" ]] || die "${K8S_BIN}/${b} missing: run make build-control-plane"
+  done
+  # Recover from a crash or reboot: forget PID files of processes that are gone.
+  for f in "${PIDS}"/*.pid; do
+    [[ -e "${f}" ]] || continue
+    local name
+    name="$(basename "${f}" .pid)"
+    running "${name}" || rm -f "${f}"
+  done
+  ensure_pki
+  start_control_plane
+  install_terrace
+  start_controllers
+  status
+  cat <<EOF
+
+Terrace is running. Point kubectl at it:
+
+  export KUBECONFIG=${KUBECONFIG_ADMIN}
+  kubectl get installations,executions,deployitems,deploymenttargetclaims,deploymenttargets -A
+
+Logs: .local/logs/<component>.log    Stop: make down    Wipe state: make clean-local
+EOF
+}
+
+down() {
+  # Controllers first, then the control plane in reverse order of start.
+  local c
+  for c in "${CONTROLLERS[@]}"; do stop "${c}"; done
+  for c in kube-controller-manager kube-apiserver etcd; do stop "${c}"; done
+}
+
+status() {
+  printf '%-26s %-8s %s\n' COMPONENT PID STATE
+  local c
+  for c in etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}"; do
+    if running "${c}"; then
+      printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" running
+    else
+      printf '%-26s %-8s %s\n' "${c}" - stopped
+    fi
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  clean) down; rm -rf "${LOCAL}"; log "removed .local/" ;;
+  *) die "usage: $0 up|down|status|clean" ;;
+esac
