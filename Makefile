@@ -42,7 +42,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: generate-apis generate-rbac ## Generate all code (deepcopy, CRDs, RBAC).
+generate: generate-apis generate-rbac generate-manifests ## Generate all code (deepcopy, CRDs, RBAC, kustomize directories).
 
 .PHONY: generate-apis
 generate-apis: $(CONTROLLER_GEN) ## Generate deepcopy functions and CRD YAML for apis/.
@@ -51,6 +51,10 @@ generate-apis: $(CONTROLLER_GEN) ## Generate deepcopy functions and CRD YAML for
 .PHONY: generate-rbac
 generate-rbac: $(CONTROLLER_GEN) ## Generate each binary's ClusterRole (config/rbac/<binary>/role.yaml) from its +kubebuilder:rbac markers.
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-rbac.sh config/rbac
+
+.PHONY: generate-manifests
+generate-manifests: generate-rbac ## Generate config/components/<binary>/ and config/default (kustomize) for every binary.
+	hack/generate-manifests.sh config/components
 
 .PHONY: fmt
 fmt: ## Format all Go code.
@@ -83,7 +87,10 @@ verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the so
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-apis.sh "$$tmp/apis" >/dev/null; \
 	diff -ru apis "$$tmp/apis" || { echo "generated code is out of date: run 'make generate'"; exit 1; }; \
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/generate-rbac.sh "$$tmp/rbac"; \
-	diff -ru config/rbac "$$tmp/rbac" || { echo "generated RBAC is out of date: run 'make generate'"; exit 1; }
+	diff -ru config/rbac "$$tmp/rbac" || { echo "generated RBAC is out of date: run 'make generate'"; exit 1; }; \
+	mkdir -p "$$tmp/config/rbac"; cp -r config/rbac/. "$$tmp/config/rbac/"; \
+	hack/generate-manifests.sh "$$tmp/config/components"; \
+	diff -ru config/components "$$tmp/config/components" && diff -ru config/default "$$tmp/config/default" || { echo "generated manifests are out of date: run 'make generate'"; exit 1; }
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
@@ -123,6 +130,47 @@ status-local: ## Show the processes of the local environment.
 .PHONY: clean-local
 clean-local: ## Stop the local environment and remove its state (.local/).
 	hack/local-env.sh clean
+
+##@ Images and clusters (need Docker; kind for the kind-* targets)
+
+IMAGE_REPO ?= terrace
+IMAGE_TAG ?= dev
+KIND_CLUSTER ?= terrace
+MODULE_installation-controller := installation-controller
+MODULE_execution-controller := execution-controller
+MODULE_manifest-deployer := deployers
+MODULE_mock-deployer := deployers
+MODULE_dt-binder := dt-binder
+MODULE_sandbox-provisioner := sandbox-provisioner
+MODULE_spacerequest-stub := spacerequest-stub
+PKGREL_manifest-deployer := ./cmd/manifest-deployer
+PKGREL_mock-deployer := ./cmd/mock-deployer
+
+.PHONY: docker-build
+docker-build: $(addprefix docker-build-,$(BINARIES)) ## Build every component's image.
+
+.PHONY: $(addprefix docker-build-,$(BINARIES))
+$(addprefix docker-build-,$(BINARIES)): docker-build-%:
+	docker build --build-arg MODULE=$(MODULE_$*) --build-arg PACKAGE=$(or $(PKGREL_$*),.) -t $(IMAGE_REPO)/$*:$(IMAGE_TAG) .
+
+.PHONY: deploy
+deploy: ## Deploy CRDs and every component to the cluster of the current kubeconfig context.
+	kubectl apply --server-side -k config/default
+
+.PHONY: undeploy
+undeploy: ## Remove every component and the CRDs from the current cluster.
+	kubectl delete --ignore-not-found -k config/default
+
+.PHONY: kind-up
+kind-up: docker-build ## Create a kind cluster, load every image, deploy Terrace into it.
+	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER)
+	for b in $(BINARIES); do kind load docker-image --name $(KIND_CLUSTER) $(IMAGE_REPO)/$$b:$(IMAGE_TAG); done
+	kubectl --context kind-$(KIND_CLUSTER) apply --server-side -k config/default
+	kubectl --context kind-$(KIND_CLUSTER) -n terrace-system wait --for condition=Available --timeout 180s deployment --all
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster.
+	kind delete cluster --name $(KIND_CLUSTER)
 
 ##@ Test
 
