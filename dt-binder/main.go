@@ -1,12 +1,23 @@
-// Command dt-binder binds DeploymentTargetClaims to DeploymentTargets and runs their deletion flows.
-//
-// Its reconcilers arrive with the environment-provisioning issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command dt-binder binds DeploymentTargetClaims to DeploymentTargets and runs
+// their deletion flows (seed 004). See README.md for what it does and its flags.
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+)
 
 func main() {
-	app.Main("dt-binder", app.Setup{})
+	var opts binder.Options
+	app.Main("dt-binder", app.Setup{
+		BindFlags: opts.BindFlags,
+		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			return binder.AddToManager(mgr, opts)
+		},
+	})
 }

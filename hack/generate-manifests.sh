@@ -8,7 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${1:-${ROOT}/config/components}"
+out="$(realpath -m "${1:-${ROOT}/config/components}")"
 BINARIES=(installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub)
 
 for b in "${BINARIES[@]}"; do

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${1:-${ROOT}/config/rbac}"
+out="$(realpath -m "${1:-${ROOT}/config/rbac}")"
 : "${CONTROLLER_GEN:?set CONTROLLER_GEN to the pinned controller-gen (make generate does)}"
 
 # binary  module  packages (relative to the module) whose markers make up its role

@@ -7,6 +7,11 @@ const (
 	ProvisionerAnnotation = "provisioner.appstudio.redhat.com/dt-provisioner"
 	// ProvisionedByAnnotation is set by a provisioner on the targets it creates.
 	ProvisionedByAnnotation = "provisioner.appstudio.redhat.com/provisioned-by"
+	// SpaceRequestAnnotation is set by the sandbox provisioner on the targets it
+	// creates; its value names the SpaceRequest (in the target's namespace)
+	// backing the target, which the provisioner deletes when the target is
+	// deleted. It survives the binder clearing the target's claimRef.
+	SpaceRequestAnnotation = "provisioner.appstudio.redhat.com/spacerequest"
 	// BindCompleteAnnotation ("true") is set by the binder once a claim is bound.
 	BindCompleteAnnotation = "dt.appstudio.redhat.com/bind-complete"
 	// BoundByControllerAnnotation ("true") is set by the binder when it, not the

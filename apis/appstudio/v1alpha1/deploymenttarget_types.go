@@ -62,6 +62,8 @@ type DeploymentTargetStatus struct {
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claimRef.name`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].message`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.kubernetesCredentials.defaultNamespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -17,6 +17,11 @@ const (
 	// DeleteIgnoreSuccessorsAnnotation ("true") deletes an installation without
 	// waiting for its successors (seed 002 writes it with a double slash; that is a typo).
 	DeleteIgnoreSuccessorsAnnotation = GroupName + "/delete-ignore-successors"
+	// DependsOnAnnotation on a DeployItem created by an execution lists (comma-separated,
+	// sorted) the items of that execution it depends on. It keeps an item's place in the
+	// dependency graph after it left the execution's spec, so orphans can be deleted in
+	// reverse dependency order.
+	DependsOnAnnotation = "execution.landscaper.gardener.cloud/depends-on"
 	// EnvironmentAnnotation on a Target names the (fenced) environment it lives in;
 	// deployers select the Targets they serve by it.
 	EnvironmentAnnotation = GroupName + "/environment"

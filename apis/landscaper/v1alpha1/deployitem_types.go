@@ -85,6 +85,7 @@ type DeployItemStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=di,categories=landscaper;terrace
+// +kubebuilder:selectablefield:JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Execution",type=string,JSONPath=`.metadata.labels.execution\.landscaper\.gardener\.cloud/managed-by`

@@ -76,6 +76,85 @@ type ProviderConfiguration struct {
 	// correct drift on the target.
 	// +optional
 	ContinuousReconcile *ContinuousReconcileSpec `json:"continuousReconcile,omitempty"`
+	// ReadinessChecks configures when the applied objects count as ready.
+	// +optional
+	ReadinessChecks ReadinessCheckConfiguration `json:"readinessChecks,omitempty"`
+	// Exports are values read from applied objects and written to the item's
+	// export Secret (status.exportRef).
+	// +optional
+	Exports *ExportConfiguration `json:"exports,omitempty"`
+}
+
+// ReadinessCheckConfiguration configures the readiness checks of a manifest item.
+type ReadinessCheckConfiguration struct {
+	// DisableDefault turns off the default check (Deployments, StatefulSets,
+	// DaemonSets, Jobs and Pods the deployer applied must be ready).
+	// +optional
+	DisableDefault bool `json:"disableDefault,omitempty"`
+	// Timeout bounds the wait for readiness (default: the item's spec.timeout).
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// CustomReadinessChecks are additional checks with JSONPath requirements.
+	// +optional
+	CustomReadinessChecks []CustomReadinessCheck `json:"custom,omitempty"`
+}
+
+// CustomReadinessCheck requires the selected objects to meet every requirement.
+type CustomReadinessCheck struct {
+	// Name identifies the check in messages.
+	Name string `json:"name"`
+	// Resource selects the objects the check applies to.
+	Resource []TypedObjectReference `json:"resourceSelector"`
+	// Requirements must all hold for every selected object.
+	Requirements []ReadinessRequirement `json:"requirements"`
+}
+
+// ReadinessOperator compares the value at a JSONPath with the given values.
+type ReadinessOperator string
+
+// Readiness operators.
+const (
+	// ReadinessOperatorExists requires the path to exist.
+	ReadinessOperatorExists ReadinessOperator = "exists"
+	// ReadinessOperatorNotExists requires the path not to exist.
+	ReadinessOperatorNotExists ReadinessOperator = "notExists"
+	// ReadinessOperatorEquals requires the value to equal the first value.
+	ReadinessOperatorEquals ReadinessOperator = "=="
+	// ReadinessOperatorNotEquals requires the value to differ from the first value.
+	ReadinessOperatorNotEquals ReadinessOperator = "!="
+	// ReadinessOperatorIn requires the value to equal one of the values.
+	ReadinessOperatorIn ReadinessOperator = "in"
+	// ReadinessOperatorNotIn requires the value to equal none of the values.
+	ReadinessOperatorNotIn ReadinessOperator = "notIn"
+)
+
+// ReadinessRequirement is one JSONPath condition on an object.
+type ReadinessRequirement struct {
+	// JSONPath into the object, e.g. "{.status.phase}" or ".status.phase".
+	JSONPath string `json:"jsonPath"`
+	// Operator compares the value: exists, notExists, ==, !=, in, notIn.
+	Operator ReadinessOperator `json:"operator"`
+	// Values to compare with (strings; JSON values compare by their JSON text
+	// unless they are strings).
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// ExportConfiguration lists the values exported from applied objects.
+type ExportConfiguration struct {
+	// Exports are the exported values.
+	// +optional
+	Exports []Export `json:"exports,omitempty"`
+}
+
+// Export is one exported value: the JSONPath in one applied object.
+type Export struct {
+	// Key of the export in the export Secret's "export" document.
+	Key string `json:"key"`
+	// JSONPath into the object, e.g. ".spec.clusterIP".
+	JSONPath string `json:"jsonPath"`
+	// FromResource names the object (it must be one of the item's manifests).
+	FromResource *TypedObjectReference `json:"fromResource,omitempty"`
 }
 
 // ContinuousReconcileSpec says how often a finished item is reconciled again.

@@ -41,4 +41,8 @@ type ProviderConfiguration struct {
 	// Export is written to the item's export Secret.
 	// +optional
 	Export *runtime.RawExtension `json:"export,omitempty"`
+	// Delay keeps the item Progressing for this long (e.g. "2s") before it ends
+	// in Phase; the deployer requeues instead of blocking a worker.
+	// +optional
+	Delay *metav1.Duration `json:"delay,omitempty"`
 }

@@ -11,6 +11,7 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -27,6 +28,11 @@ func (in *ProviderConfiguration) DeepCopyInto(out *ProviderConfiguration) {
 		in, out := &in.Export, &out.Export
 		*out = new(runtime.RawExtension)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.Delay != nil {
+		in, out := &in.Delay, &out.Delay
+		*out = new(v1.Duration)
+		**out = **in
 	}
 }
 

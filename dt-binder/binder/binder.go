@@ -1,0 +1,92 @@
+// Package binder wires the dt-binder's two reconcilers into a manager: the
+// claim reconciler (package claim: binding, dynamic-provisioning marking,
+// reclaim on claim deletion) and the target reconciler (package target: target
+// phase, Released, Failed on UnableToTerminate). Both share the field indexes
+// of package internal/binding.
+package binder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/terrace-dev/terrace/dt-binder/claim"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+	"github.com/terrace-dev/terrace/dt-binder/target"
+)
+
+// Options are the dt-binder's own settings (beside kit/manager's shared ones).
+type Options struct {
+	// UnableToTerminateTimeout is how long a target's SpaceRequest may report
+	// UnableToTerminate before the target turns Failed. Zero means 2 minutes.
+	UnableToTerminateTimeout time.Duration
+	// BindRetryInterval is how soon a claim that lost every race for a free
+	// target tries again. Zero means 500ms.
+	BindRetryInterval time.Duration
+	// MaxConcurrentReconciles per controller; zero means the manager's
+	// default (--concurrency).
+	MaxConcurrentReconciles int
+}
+
+// BindFlags registers the options as flags on fs. Fields already set become
+// the flags' defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	if o.UnableToTerminateTimeout == 0 {
+		o.UnableToTerminateTimeout = target.DefaultUnableToTerminateTimeout
+	}
+	if o.BindRetryInterval == 0 {
+		o.BindRetryInterval = claim.DefaultRetryInterval
+	}
+	fs.DurationVar(&o.UnableToTerminateTimeout, "unable-to-terminate-timeout", o.UnableToTerminateTimeout,
+		"How long a DeploymentTarget's SpaceRequest may report Ready reason UnableToTerminate before the target's phase becomes Failed.")
+	fs.DurationVar(&o.BindRetryInterval, "bind-retry-interval", o.BindRetryInterval,
+		"How soon a claim that lost every race for a free DeploymentTarget looks again.")
+}
+
+// Validate reports every invalid option at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.UnableToTerminateTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--unable-to-terminate-timeout: must not be negative, got %s", o.UnableToTerminateTimeout))
+	}
+	if o.BindRetryInterval < 0 {
+		errs = append(errs, fmt.Errorf("--bind-retry-interval: must not be negative, got %s", o.BindRetryInterval))
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, fmt.Errorf("MaxConcurrentReconciles: must not be negative, got %d", o.MaxConcurrentReconciles))
+	}
+	return errors.Join(errs...)
+}
+
+// AddToManager registers the field indexes and both reconcilers with mgr.
+// Every write goes out with the field manager "dt-binder".
+func AddToManager(mgr ctrl.Manager, opts Options) error {
+	if mgr == nil {
+		return errors.New("dt-binder: manager is nil")
+	}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("dt-binder: %w", err)
+	}
+	if err := binding.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("dt-binder: %w", err)
+	}
+	c := client.WithFieldOwner(mgr.GetClient(), binding.FieldOwner)
+	recorder := mgr.GetEventRecorder(binding.FieldOwner)
+	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+
+	cr := &claim.Reconciler{Client: c, Recorder: recorder, RetryInterval: opts.BindRetryInterval}
+	if err := cr.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("dt-binder: %w", err)
+	}
+	tr := &target.Reconciler{Client: c, Recorder: recorder, UnableToTerminateTimeout: opts.UnableToTerminateTimeout}
+	if err := tr.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("dt-binder: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,664 @@
+// Package claim is the dt-binder's DeploymentTargetClaim reconciler. It owns,
+// on a claim: status, the dt-provisioner, bind-complete and bound-by-controller
+// annotations, and the binder's finalizer; on a target: spec.claimRef when it
+// binds or releases one, and the target's deletion when the class says Delete.
+// A target's status is the target reconciler's (package target).
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+)
+
+// DefaultRetryInterval is how soon a claim that lost every race for a matching
+// target looks again (by then the cache shows who won).
+const DefaultRetryInterval = 500 * time.Millisecond
+
+// Event reasons for actions (phase transitions use the Bound condition's reason).
+const (
+	EventTargetClaimed  = "TargetClaimed"
+	EventDeletingTarget = "DeletingTarget"
+	EventTargetRetained = "TargetRetained"
+	EventClassNotFound  = "ClassNotFound"
+	EventFinalized      = "Finalized"
+)
+
+// RBAC of this reconciler (least privilege), collected into the binary's
+// ClusterRole by controller-gen (make generate):
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims/status,verbs=get;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler binds DeploymentTargetClaims to DeploymentTargets and runs the
+// claim side of their deletion.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes with the binder's field owner.
+	Client client.Client
+	// Recorder emits Kubernetes Events on claims.
+	Recorder events.EventRecorder
+	// RetryInterval: see DefaultRetryInterval; zero means the default.
+	RetryInterval time.Duration
+
+	exp expectations
+}
+
+// SetupWithManager registers the reconciler. The field indexes of package
+// binding must be registered on mgr first.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	switch {
+	case mgr == nil:
+		return errors.New("claim reconciler: manager is nil")
+	case r.Client == nil:
+		return errors.New("claim reconciler: Client is nil")
+	case r.Recorder == nil:
+		return errors.New("claim reconciler: Recorder is nil")
+	case r.RetryInterval < 0:
+		return fmt.Errorf("claim reconciler: RetryInterval must not be negative, got %s", r.RetryInterval)
+	}
+	if r.RetryInterval == 0 {
+		r.RetryInterval = DefaultRetryInterval
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("deploymenttargetclaim").
+		For(&appstudiov1alpha1.DeploymentTargetClaim{}).
+		Watches(&appstudiov1alpha1.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.claimsForTarget)).
+		Watches(&appstudiov1alpha1.DeploymentTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.claimsForClass)).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// claimsForTarget maps a target event (create, update of old and new version,
+// delete) to the claims it may matter to: the claim its claimRef names, claims
+// naming it in spec.targetName, and — when it is free to bind — the claims of
+// its class still looking for a target.
+func (r *Reconciler) claimsForTarget(ctx context.Context, o client.Object) []reconcile.Request {
+	dt, ok := o.(*appstudiov1alpha1.DeploymentTarget)
+	if !ok {
+		return nil
+	}
+	seen := map[types.NamespacedName]struct{}{}
+	add := func(name string) {
+		seen[types.NamespacedName{Namespace: dt.Namespace, Name: name}] = struct{}{}
+	}
+	if dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name != "" {
+		add(dt.Spec.ClaimRef.Name)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var byTarget appstudiov1alpha1.DeploymentTargetClaimList
+	if err := r.Client.List(ctx, &byTarget, client.InNamespace(dt.Namespace), client.MatchingFields{binding.ClaimTargetIndex: dt.Name}); err != nil {
+		log.Error(err, "listing claims by target name", "target", dt.Name)
+	}
+	for i := range byTarget.Items {
+		add(byTarget.Items[i].Name)
+	}
+	if binding.Unavailable(dt) == "" {
+		var byClass appstudiov1alpha1.DeploymentTargetClaimList
+		if err := r.Client.List(ctx, &byClass, client.InNamespace(dt.Namespace), client.MatchingFields{binding.ClaimClassIndex: dt.Spec.DeploymentTargetClassName}); err != nil {
+			log.Error(err, "listing claims by class", "class", dt.Spec.DeploymentTargetClassName)
+		}
+		for i := range byClass.Items {
+			if seeksBestMatch(&byClass.Items[i]) {
+				add(byClass.Items[i].Name)
+			}
+		}
+	}
+	return toRequests(seen)
+}
+
+// claimsForClass maps a class event to every claim of the class, in every
+// namespace: a class appearing unblocks claims waiting for it, and one
+// disappearing changes what deletion does.
+func (r *Reconciler) claimsForClass(ctx context.Context, o client.Object) []reconcile.Request {
+	var claims appstudiov1alpha1.DeploymentTargetClaimList
+	if err := r.Client.List(ctx, &claims, client.MatchingFields{binding.ClaimClassIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing claims by class", "class", o.GetName())
+		return nil
+	}
+	seen := map[types.NamespacedName]struct{}{}
+	for i := range claims.Items {
+		seen[client.ObjectKeyFromObject(&claims.Items[i])] = struct{}{}
+	}
+	return toRequests(seen)
+}
+
+func toRequests(keys map[types.NamespacedName]struct{}) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(keys))
+	for k := range keys {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	return out
+}
+
+// seeksBestMatch: a claim that would take any free target of its class.
+func seeksBestMatch(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return c.DeletionTimestamp == nil && c.Spec.TargetName == "" &&
+		c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] == "" &&
+		!wasBound(c)
+}
+
+// wasBound: the claim has been bound before. Such a claim never looks for a
+// new target; if its target goes, it is Lost (seed 004, rule B).
+func wasBound(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue ||
+		c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound ||
+		c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseLost
+}
+
+// scope is what one reconcile knows and changes.
+type scope struct {
+	log    logr.Logger
+	key    types.NamespacedName
+	claim  *appstudiov1alpha1.DeploymentTargetClaim
+	before *appstudiov1alpha1.DeploymentTargetClaim
+	// class is nil when the claim's class does not exist.
+	class *appstudiov1alpha1.DeploymentTargetClass
+	// named are the cached targets whose claimRef names the claim.
+	named []appstudiov1alpha1.DeploymentTarget
+	// stop ends the phase list early (the reconcile has nothing more to do).
+	stop bool
+	// result is merged into the reconcile result.
+	result ctrl.Result
+}
+
+type phase func(ctx context.Context, s *scope) error
+
+// Reconcile runs the phases for the claim and writes what they changed in one
+// metadata patch and one status patch, both preconditioned on the claim's
+// resourceVersion so that a reconcile working from a stale cache can never
+// overwrite a newer state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.exp.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	s := &scope{log: log, key: req.NamespacedName, claim: claim, before: claim.DeepCopy()}
+
+	defer func() {
+		if err := r.patch(ctx, s); err != nil {
+			if apierrors.IsConflict(err) {
+				// The claim changed under us; its newer version is on its way
+				// as an event. Retry soon in any case.
+				log.V(1).Info("claim changed during reconcile, retrying", "error", err.Error())
+				res = ctrl.Result{RequeueAfter: r.RetryInterval}
+				return
+			}
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	phases := []phase{r.ensureFinalizer, r.loadClass, r.loadTargets, r.bind}
+	if claim.DeletionTimestamp != nil {
+		phases = []phase{r.requireFinalizer, r.loadClass, r.loadTargets, r.reclaim}
+	}
+	return r.doReconcile(ctx, s, phases)
+}
+
+func (r *Reconciler) doReconcile(ctx context.Context, s *scope, phases []phase) (ctrl.Result, error) {
+	for _, p := range phases {
+		if err := p(ctx, s); err != nil {
+			if apierrors.IsConflict(err) {
+				// A target or the claim moved on meanwhile; not an error.
+				s.log.V(1).Info("conflict, retrying", "error", err.Error())
+				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		if s.stop {
+			break
+		}
+	}
+	return s.result, nil
+}
+
+// ensureFinalizer adds the binder's finalizer before anything else happens, so
+// that a claim is never deleted without its target being dealt with. It is
+// written at once (not with the final patch) because the next phases may bind
+// a target.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if hasFinalizer(s.claim) {
+		return nil
+	}
+	base := s.claim.DeepCopy()
+	s.claim.Finalizers = append(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
+	desired := s.claim.Status.DeepCopy()
+	if err := r.Client.Patch(ctx, s.claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	s.claim.Status = *desired
+	s.before = s.claim.DeepCopy()
+	s.before.Status = base.Status
+	return nil
+}
+
+// requireFinalizer stops deletion handling of claims without the binder's
+// finalizer: nothing waits for the binder there.
+func (r *Reconciler) requireFinalizer(_ context.Context, s *scope) error {
+	if !hasFinalizer(s.claim) {
+		s.stop = true
+	}
+	return nil
+}
+
+func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
+	class := &appstudiov1alpha1.DeploymentTargetClass{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: s.claim.Spec.DeploymentTargetClassName}, class)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.class = nil
+	case err != nil:
+		return fmt.Errorf("getting class %s: %w", s.claim.Spec.DeploymentTargetClassName, err)
+	default:
+		s.class = class
+	}
+	return nil
+}
+
+// loadTargets reads the targets naming the claim. While a claimRef write of
+// this binder is not yet in the cache, it stops the reconcile: the target's
+// update event will bring the claim back (see expectations).
+func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
+	if x, ok := r.exp.get(s.key); ok {
+		cached := &appstudiov1alpha1.DeploymentTarget{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.key.Namespace, Name: x.target}, cached)
+		switch {
+		case err == nil && cached.ResourceVersion == x.staleResourceVersion:
+			s.log.V(1).Info("waiting for the cache to show the claimed target", "target", x.target)
+			s.stop = true
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		r.exp.forget(s.key)
+	}
+	named, err := binding.TargetsNamingClaim(ctx, r.Client, s.claim.Namespace, s.claim.Name)
+	if err != nil {
+		return err
+	}
+	s.named = named
+	return nil
+}
+
+// bind decides the claim's binding (seed 004 steps 3, 7, 8 and the binder
+// flowchart): static by spec.targetName, a target already naming the claim,
+// Lost, best match, or dynamic provisioning.
+func (r *Reconciler) bind(ctx context.Context, s *scope) error {
+	c := s.claim
+	if c.Spec.TargetName != "" {
+		return r.bindStatic(ctx, s)
+	}
+	if t := binding.BoundTarget(c, s.named); t != nil {
+		r.follow(s, t)
+		return nil
+	}
+	if wasBound(c) {
+		s.lost("its target is gone")
+		return nil
+	}
+	if reason, why := whyNotEligible(c, s.named); why != "" {
+		s.pending(reason, why)
+		return nil
+	}
+	if s.class == nil {
+		s.pending(appstudiov1alpha1.BindReasonClassNotFound,
+			fmt.Sprintf("DeploymentTargetClass %q does not exist", c.Spec.DeploymentTargetClassName))
+		return nil
+	}
+	if p := c.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" {
+		// Once marked, the claim waits for its provisioner only: binding it to
+		// another free target now would orphan what the provisioner creates.
+		s.pending(appstudiov1alpha1.BindReasonProvisioning,
+			fmt.Sprintf("waiting for provisioner %s to create a target", p))
+		return nil
+	}
+	return r.bindBestMatch(ctx, s)
+}
+
+// whyNotEligible explains why targets that name the claim are not bound to it
+// (another class, or Released by an earlier claim of the same name); empty
+// when no target names the claim.
+func whyNotEligible(c *appstudiov1alpha1.DeploymentTargetClaim, named []appstudiov1alpha1.DeploymentTarget) (reason, message string) {
+	for i := range named {
+		t := &named[i]
+		switch {
+		case t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName:
+			return appstudiov1alpha1.BindReasonClassMismatch, fmt.Sprintf("target %s names this claim but is of class %q, not %q; it is never bound",
+				t.Name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName)
+		case t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased:
+			return appstudiov1alpha1.BindReasonTargetNotAvailable, fmt.Sprintf("target %s names this claim but was Released by an earlier claim of this name", t.Name)
+		}
+	}
+	return "", ""
+}
+
+// follow reports the state of the target bound (or being bound) to the claim.
+// The claim turns Bound only after the target reports Bound (steps 7 then 8).
+func (r *Reconciler) follow(s *scope, t *appstudiov1alpha1.DeploymentTarget) {
+	switch {
+	case t.DeletionTimestamp != nil && wasBound(s.claim):
+		s.lost(fmt.Sprintf("target %s is being deleted", t.Name))
+	case t.DeletionTimestamp != nil:
+		s.pending(appstudiov1alpha1.BindReasonTargetNotAvailable, fmt.Sprintf("target %s is being deleted", t.Name))
+	case t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound:
+		s.bound(t)
+	default:
+		s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
+			fmt.Sprintf("target %s names this claim; waiting for it to report Bound", t.Name))
+	}
+}
+
+// bindStatic binds to the target the user named in spec.targetName, and to no
+// other: a target of another class or claimed by another claim is refused.
+func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
+	c := s.claim
+	name := c.Spec.TargetName
+	t := &appstudiov1alpha1.DeploymentTarget{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, t); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("getting target %s: %w", name, err)
+		}
+		if wasBound(c) {
+			s.lost(fmt.Sprintf("target %s was deleted", name))
+		} else {
+			s.pending(appstudiov1alpha1.BindReasonTargetNotFound, fmt.Sprintf("target %s does not exist", name))
+		}
+		return nil
+	}
+	switch {
+	case t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName:
+		s.pending(appstudiov1alpha1.BindReasonClassMismatch,
+			fmt.Sprintf("target %s is of class %q, not %q; it is never bound", name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName))
+		return nil
+	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name:
+		r.follow(s, t)
+		return nil
+	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name != "":
+		s.pending(appstudiov1alpha1.BindReasonTargetClaimedByOther,
+			fmt.Sprintf("target %s is claimed by %q; it is never bound", name, t.Spec.ClaimRef.Name))
+		return nil
+	}
+	if why := binding.Unavailable(t); why != "" {
+		if wasBound(c) {
+			s.lost(fmt.Sprintf("target %s was released: %s", name, why))
+		} else {
+			s.pending(appstudiov1alpha1.BindReasonTargetNotAvailable, fmt.Sprintf("target %s cannot be bound: %s", name, why))
+		}
+		return nil
+	}
+	if err := r.claimTarget(ctx, s, t); err != nil {
+		return err
+	}
+	s.pending(appstudiov1alpha1.BindReasonWaitingForTarget, fmt.Sprintf("claimed target %s; waiting for it to report Bound", name))
+	return nil
+}
+
+// bindBestMatch claims the best free target of the claim's class (oldest
+// first, then by name), or marks the claim for dynamic provisioning when none
+// is free. Racing claims are serialised by the API server: each claimRef write
+// is preconditioned on the target's resourceVersion, so of two claims that saw
+// the same free target exactly one wins; the other moves on to the next.
+func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
+	c := s.claim
+	var targets appstudiov1alpha1.DeploymentTargetList
+	if err := r.Client.List(ctx, &targets, client.InNamespace(c.Namespace),
+		client.MatchingFields{binding.TargetClassIndex: c.Spec.DeploymentTargetClassName}); err != nil {
+		return fmt.Errorf("listing targets of class %s: %w", c.Spec.DeploymentTargetClassName, err)
+	}
+	candidates := binding.Candidates(c, targets.Items)
+	if len(candidates) == 0 {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] = s.class.Spec.Provisioner
+		s.pending(appstudiov1alpha1.BindReasonProvisioning,
+			fmt.Sprintf("no free target of class %s; waiting for provisioner %s to create one", c.Spec.DeploymentTargetClassName, s.class.Spec.Provisioner))
+		return nil
+	}
+	for _, t := range candidates {
+		err := r.claimTarget(ctx, s, t)
+		if err == nil {
+			s.pending(appstudiov1alpha1.BindReasonWaitingForTarget, fmt.Sprintf("claimed target %s (best match); waiting for it to report Bound", t.Name))
+			return nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+		s.log.V(1).Info("target taken meanwhile, trying the next", "target", t.Name)
+	}
+	s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
+		fmt.Sprintf("all %d free targets of class %s were claimed by other claims meanwhile; retrying", len(candidates), c.Spec.DeploymentTargetClassName))
+	s.result.RequeueAfter = r.RetryInterval
+	return nil
+}
+
+// claimTarget writes the claim into the target's spec.claimRef, preconditioned
+// on the resourceVersion the decision was made on.
+// A target another reconcile of this binder is claiming right now counts as
+// a conflict (see expectations).
+func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) error {
+	key := client.ObjectKeyFromObject(t)
+	if !r.exp.reserve(key, t.ResourceVersion) {
+		return apierrors.NewConflict(appstudiov1alpha1.SchemeGroupVersion.WithResource("deploymenttargets").GroupResource(),
+			t.Name, errors.New("being claimed by another claim"))
+	}
+	patched := t.DeepCopy()
+	patched.Spec.ClaimRef = &appstudiov1alpha1.DeploymentTargetClaimReference{Name: s.claim.Name}
+	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
+		r.exp.done(s.key, key, "")
+		return fmt.Errorf("claiming target %s: %w", t.Name, err)
+	}
+	r.exp.done(s.key, key, t.ResourceVersion)
+	s.log.Info("claimed target", "target", t.Name)
+	r.Recorder.Eventf(s.claim, patched, corev1EventNormal, EventTargetClaimed, "Bind", "Claimed target %s", t.Name)
+	return nil
+}
+
+// reclaim is the claim side of deletion (seed 004 steps 1, 2, 7 and rule C):
+// with reclaimPolicy Delete the bound target is deleted and the finalizer goes
+// once it is gone; with Retain the target's claimRef is cleared (the target
+// reports Released) and the finalizer goes at once. A claim whose class is
+// missing keeps its target (Retain): deleting what no policy asked to delete
+// is the one mistake that cannot be undone; the claim still goes.
+func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
+	c := s.claim
+	t := binding.BoundTarget(c, s.named)
+	if t == nil {
+		r.removeFinalizer(s, "no target is bound")
+		return nil
+	}
+	policy := appstudiov1alpha1.ReclaimPolicyDelete
+	switch {
+	case s.class == nil:
+		policy = appstudiov1alpha1.ReclaimPolicyRetain
+		r.Recorder.Eventf(c, t, corev1EventWarning, EventClassNotFound, "Reclaim",
+			"DeploymentTargetClass %q does not exist; retaining target %s", c.Spec.DeploymentTargetClassName, t.Name)
+	case s.class.Spec.ReclaimPolicy != "":
+		policy = s.class.Spec.ReclaimPolicy
+	}
+
+	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+		// A target already being deleted keeps its claimRef: the provisioner
+		// finds the target's SpaceRequest through it.
+		if t.Spec.ClaimRef != nil && t.DeletionTimestamp == nil {
+			patched := t.DeepCopy()
+			patched.Spec.ClaimRef = nil
+			if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("releasing target %s: %w", t.Name, err)
+				}
+			}
+			s.log.Info("released target (reclaimPolicy Retain)", "target", t.Name)
+			r.Recorder.Eventf(c, t, corev1EventNormal, EventTargetRetained, "Reclaim",
+				"Released target %s and kept it (reclaimPolicy Retain)", t.Name)
+		}
+		r.removeFinalizer(s, "target retained")
+		return nil
+	}
+
+	if t.DeletionTimestamp == nil {
+		uid := t.UID
+		if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting target %s: %w", t.Name, err)
+		}
+		s.log.Info("deleting target (reclaimPolicy Delete)", "target", t.Name)
+		r.Recorder.Eventf(c, t, corev1EventNormal, EventDeletingTarget, "Reclaim",
+			"Deleting target %s (reclaimPolicy Delete)", t.Name)
+	}
+	// Step 7: the finalizer goes when the target is gone; its delete event
+	// brings the claim back.
+	s.setCondition(metav1.ConditionFalse, appstudiov1alpha1.BindReasonDeletingTarget,
+		fmt.Sprintf("waiting for target %s to be deleted (reclaimPolicy Delete)", t.Name))
+	return nil
+}
+
+func (r *Reconciler) removeFinalizer(s *scope, why string) {
+	s.claim.Finalizers = removeString(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
+	s.log.Info("removing finalizer", "why", why)
+	r.Recorder.Eventf(s.claim, nil, corev1EventNormal, EventFinalized, "Reclaim", "Removed finalizer: %s", why)
+}
+
+// patch writes metadata (annotations, finalizers) and then status, each only
+// if changed, each preconditioned on the resourceVersion, and emits an Event
+// when the Bound condition changed its reason.
+func (r *Reconciler) patch(ctx context.Context, s *scope) error {
+	desired := s.claim.Status.DeepCopy()
+	statusBase := s.claim.DeepCopy()
+	statusBase.Status = *s.before.Status.DeepCopy()
+	if !equality.Semantic.DeepEqual(s.before.Annotations, s.claim.Annotations) ||
+		!equality.Semantic.DeepEqual(s.before.Finalizers, s.claim.Finalizers) {
+		obj := s.claim.DeepCopy()
+		obj.Status = s.before.Status
+		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("patching claim metadata: %w", err)
+		}
+		if obj.DeletionTimestamp != nil && !hasFinalizer(obj) {
+			return nil // deleted by now: no status to write
+		}
+		s.claim = obj
+		statusBase = obj.DeepCopy()
+	}
+	if equality.Semantic.DeepEqual(statusBase.Status, *desired) {
+		return nil
+	}
+	s.claim.Status = *desired
+	if err := r.Client.Status().Patch(ctx, s.claim, client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching claim status: %w", err)
+	}
+	r.emitTransition(s)
+	return nil
+}
+
+func (r *Reconciler) emitTransition(s *scope) {
+	now := meta.FindStatusCondition(s.claim.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	if now == nil {
+		return
+	}
+	if old := meta.FindStatusCondition(s.before.Status.Conditions, appstudiov1alpha1.ConditionBound); old != nil && old.Reason == now.Reason {
+		return
+	}
+	eventType := corev1EventNormal
+	switch now.Reason {
+	case appstudiov1alpha1.BindReasonBound, appstudiov1alpha1.BindReasonProvisioning,
+		appstudiov1alpha1.BindReasonWaitingForTarget, appstudiov1alpha1.BindReasonDeletingTarget:
+	default:
+		eventType = corev1EventWarning
+	}
+	s.log.Info("claim binding changed", "phase", s.claim.Status.Phase, "reason", now.Reason, "message", now.Message)
+	r.Recorder.Eventf(s.claim, nil, eventType, now.Reason, "Bind", "%s", now.Message)
+}
+
+// Status helpers. Every write sets observedGeneration, so a reader knows the
+// status answers the claim's current spec.
+
+func (s *scope) setCondition(status metav1.ConditionStatus, reason, message string) {
+	s.claim.Status.ObservedGeneration = s.claim.Generation
+	meta.SetStatusCondition(&s.claim.Status.Conditions, metav1.Condition{
+		Type:               appstudiov1alpha1.ConditionBound,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: s.claim.Generation,
+	})
+}
+
+func (s *scope) pending(reason, message string) {
+	s.claim.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhasePending
+	s.setCondition(metav1.ConditionFalse, reason, message)
+}
+
+func (s *scope) lost(message string) {
+	s.claim.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhaseLost
+	s.setCondition(metav1.ConditionFalse, appstudiov1alpha1.BindReasonTargetLost, message)
+}
+
+func (s *scope) bound(t *appstudiov1alpha1.DeploymentTarget) {
+	c := s.claim
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
+	if c.Spec.TargetName == "" {
+		// The binder, not the user, found the target (best match, a
+		// provisioned target, or a target pre-bound by claimRef).
+		c.Annotations[appstudiov1alpha1.BoundByControllerAnnotation] = appstudiov1alpha1.AnnotationTrue
+	}
+	c.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhaseBound
+	s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonBound, fmt.Sprintf("bound to target %s", t.Name))
+}
+
+func hasFinalizer(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	for _, f := range c.Finalizers {
+		if f == appstudiov1alpha1.ClaimFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+func removeString(in []string, s string) []string {
+	out := in[:0:0]
+	for _, v := range in {
+		if v != s {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Event types (corev1.EventTypeNormal/Warning), spelled out to keep k8s.io/api
+// out of this package's imports.
+const (
+	corev1EventNormal  = "Normal"
+	corev1EventWarning = "Warning"
+)

@@ -1,0 +1,189 @@
+// Package binding holds what the claim and the target reconcilers of the
+// dt-binder must agree on: the field indexes both read, and the rules that
+// decide which target a claim is bound to. Both reconcilers compute the binding
+// from the same cached objects with the same functions, so that they never
+// disagree about which of several targets naming one claim is "the" target.
+package binding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+)
+
+// FieldOwner is the field manager of every write the binder makes, so that
+// `kubectl get --show-managed-fields` tells the binder's fields from the
+// provisioner's and the user's.
+const FieldOwner = "dt-binder"
+
+// Field indexes on the manager's cache. The reconcilers look targets and
+// claims up through them instead of listing everything in a namespace.
+const (
+	// TargetClaimIndex indexes DeploymentTargets by spec.claimRef.name.
+	TargetClaimIndex = "spec.claimRef.name"
+	// TargetClassIndex indexes DeploymentTargets by spec.deploymentTargetClassName.
+	TargetClassIndex = "spec.deploymentTargetClassName"
+	// TargetSpaceRequestIndex indexes DeploymentTargets by the SpaceRequest
+	// their provisioner named in the spacerequest annotation.
+	TargetSpaceRequestIndex = "metadata.annotations.spacerequest"
+	// ClaimTargetIndex indexes DeploymentTargetClaims by spec.targetName.
+	ClaimTargetIndex = "spec.targetName"
+	// ClaimClassIndex indexes DeploymentTargetClaims by spec.deploymentTargetClassName.
+	ClaimClassIndex = "spec.deploymentTargetClassName"
+)
+
+// SetupIndexes registers the field indexes. It must run once per manager,
+// before the reconcilers start (an index registered twice is an error).
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	indexes := []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&appstudiov1alpha1.DeploymentTarget{}, TargetClaimIndex, func(o client.Object) []string {
+			dt := o.(*appstudiov1alpha1.DeploymentTarget)
+			if dt.Spec.ClaimRef == nil || dt.Spec.ClaimRef.Name == "" {
+				return nil
+			}
+			return []string{dt.Spec.ClaimRef.Name}
+		}},
+		{&appstudiov1alpha1.DeploymentTarget{}, TargetClassIndex, func(o client.Object) []string {
+			return []string{o.(*appstudiov1alpha1.DeploymentTarget).Spec.DeploymentTargetClassName}
+		}},
+		{&appstudiov1alpha1.DeploymentTarget{}, TargetSpaceRequestIndex, func(o client.Object) []string {
+			if n := o.GetAnnotations()[appstudiov1alpha1.SpaceRequestAnnotation]; n != "" {
+				return []string{n}
+			}
+			return nil
+		}},
+		{&appstudiov1alpha1.DeploymentTargetClaim{}, ClaimTargetIndex, func(o client.Object) []string {
+			if n := o.(*appstudiov1alpha1.DeploymentTargetClaim).Spec.TargetName; n != "" {
+				return []string{n}
+			}
+			return nil
+		}},
+		{&appstudiov1alpha1.DeploymentTargetClaim{}, ClaimClassIndex, func(o client.Object) []string {
+			return []string{o.(*appstudiov1alpha1.DeploymentTargetClaim).Spec.DeploymentTargetClassName}
+		}},
+	}
+	for _, ix := range indexes {
+		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+// TargetsNamingClaim returns the cached targets in namespace whose claimRef
+// names claimName.
+func TargetsNamingClaim(ctx context.Context, c client.Reader, namespace, claimName string) ([]appstudiov1alpha1.DeploymentTarget, error) {
+	var list appstudiov1alpha1.DeploymentTargetList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{TargetClaimIndex: claimName}); err != nil {
+		return nil, fmt.Errorf("listing targets naming claim %s/%s: %w", namespace, claimName, err)
+	}
+	return list.Items, nil
+}
+
+// BoundTarget returns, among the targets whose claimRef names claim, the one
+// the claim is bound (or being bound) to, or nil.
+//
+// Normally there is at most one. Should a user or a faulty provisioner make two
+// targets name one claim, the choice must be the same in both reconcilers and
+// stable over time, so that a claim never flips between targets: a target that
+// already reports Bound wins, then one not being deleted, then the oldest, then
+// the name. A target of another class, a Released one, or another target than
+// the claim's spec.targetName, is never chosen.
+func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+	var eligible []*appstudiov1alpha1.DeploymentTarget
+	for i := range targets {
+		t := &targets[i]
+		if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name != claim.Name || t.Namespace != claim.Namespace {
+			continue
+		}
+		if t.Spec.DeploymentTargetClassName != claim.Spec.DeploymentTargetClassName {
+			continue
+		}
+		if claim.Spec.TargetName != "" && t.Name != claim.Spec.TargetName {
+			continue
+		}
+		if t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+			// Released by an earlier claim of the same name: a new claim
+			// does not inherit it.
+			continue
+		}
+		eligible = append(eligible, t)
+	}
+	if len(eligible) == 0 {
+		return nil
+	}
+	slices.SortFunc(eligible, func(a, b *appstudiov1alpha1.DeploymentTarget) int {
+		if ab, bb := isBound(a), isBound(b); ab != bb {
+			if ab {
+				return -1
+			}
+			return 1
+		}
+		if ad, bd := a.DeletionTimestamp != nil, b.DeletionTimestamp != nil; ad != bd {
+			if bd {
+				return -1
+			}
+			return 1
+		}
+		return compareAge(a, b)
+	})
+	return eligible[0]
+}
+
+func isBound(t *appstudiov1alpha1.DeploymentTarget) bool {
+	return t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound && t.DeletionTimestamp == nil
+}
+
+// compareAge orders oldest first, then by name, which makes "best match"
+// deterministic even for targets created within the same second.
+func compareAge(a, b *appstudiov1alpha1.DeploymentTarget) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// Unavailable says why a target cannot be claimed by a new claim, or returns
+// "" when it can: it must be unclaimed, not being deleted, in phase empty
+// (not yet seen by the binder) or Available, and carry credentials.
+func Unavailable(t *appstudiov1alpha1.DeploymentTarget) string {
+	switch {
+	case t.DeletionTimestamp != nil:
+		return "it is being deleted"
+	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name != "":
+		return fmt.Sprintf("it is claimed by %q", t.Spec.ClaimRef.Name)
+	case t.Status.Phase != "" && t.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseAvailable:
+		return fmt.Sprintf("its phase is %s", t.Status.Phase)
+	case t.Spec.KubernetesClusterCredentials.APIURL == "" || t.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret == "":
+		return "it has no credentials"
+	}
+	return ""
+}
+
+// Candidates returns the targets a claim without spec.targetName may be bound
+// to, best match first: same class, available (see Unavailable), oldest
+// first, then by name.
+func Candidates(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) []*appstudiov1alpha1.DeploymentTarget {
+	var out []*appstudiov1alpha1.DeploymentTarget
+	for i := range targets {
+		t := &targets[i]
+		if t.Namespace != claim.Namespace || t.Spec.DeploymentTargetClassName != claim.Spec.DeploymentTargetClassName {
+			continue
+		}
+		if Unavailable(t) != "" {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, compareAge)
+	return out
+}

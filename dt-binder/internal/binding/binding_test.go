@@ -1,0 +1,84 @@
+package binding
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+)
+
+func target(name string, age time.Duration, claim string, phase appstudiov1alpha1.DeploymentTargetPhase) appstudiov1alpha1.DeploymentTarget {
+	t := appstudiov1alpha1.DeploymentTarget{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns",
+			CreationTimestamp: metav1.NewTime(time.Unix(1_000_000, 0).Add(-age)),
+		},
+		Spec: appstudiov1alpha1.DeploymentTargetSpec{
+			DeploymentTargetClassName: "c",
+			KubernetesClusterCredentials: appstudiov1alpha1.DeploymentTargetKubernetesClusterCredentials{
+				APIURL: "https://x", ClusterCredentialsSecret: "s",
+			},
+		},
+		Status: appstudiov1alpha1.DeploymentTargetStatus{Phase: phase},
+	}
+	if claim != "" {
+		t.Spec.ClaimRef = &appstudiov1alpha1.DeploymentTargetClaimReference{Name: claim}
+	}
+	return t
+}
+
+func claim(name, targetName string) *appstudiov1alpha1.DeploymentTargetClaim {
+	return &appstudiov1alpha1.DeploymentTargetClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec:       appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: "c", TargetName: targetName},
+	}
+}
+
+func TestCandidatesOrder(t *testing.T) {
+	other := target("other-class", time.Hour, "", "")
+	other.Spec.DeploymentTargetClassName = "d"
+	targets := []appstudiov1alpha1.DeploymentTarget{
+		target("b", time.Minute, "", ""),
+		target("a", time.Minute, "", appstudiov1alpha1.DeploymentTargetPhaseAvailable),
+		target("old", time.Hour, "", ""),
+		target("claimed", 2*time.Hour, "x", ""),
+		target("released", 2*time.Hour, "", appstudiov1alpha1.DeploymentTargetPhaseReleased),
+		other,
+	}
+	got := Candidates(claim("c1", ""), targets)
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	want := []string{"old", "a", "b"}
+	if len(names) != len(want) {
+		t.Fatalf("got %v, want %v", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("got %v, want %v", names, want)
+		}
+	}
+}
+
+func TestBoundTargetPrefersBoundThenOldest(t *testing.T) {
+	targets := []appstudiov1alpha1.DeploymentTarget{
+		target("young-bound", time.Minute, "c1", appstudiov1alpha1.DeploymentTargetPhaseBound),
+		target("old", time.Hour, "c1", ""),
+	}
+	if got := BoundTarget(claim("c1", ""), targets); got == nil || got.Name != "young-bound" {
+		t.Fatalf("want young-bound, got %v", got)
+	}
+	targets[0].Status.Phase = ""
+	if got := BoundTarget(claim("c1", ""), targets); got == nil || got.Name != "old" {
+		t.Fatalf("want old, got %v", got)
+	}
+	if got := BoundTarget(claim("c1", "young-bound"), targets); got == nil || got.Name != "young-bound" {
+		t.Fatalf("spec.targetName must win, got %v", got)
+	}
+	if got := BoundTarget(claim("c2", ""), targets); got != nil {
+		t.Fatalf("no target names c2, got %v", got.Name)
+	}
+}

@@ -1,0 +1,368 @@
+// Package target is the dt-binder's DeploymentTarget reconciler. It writes
+// only a target's status (phase, conditions): whether it is Available, Bound
+// to the claim its claimRef names, Released, or — while being deleted —
+// Failed because its SpaceRequest could not be terminated. It never writes a
+// target's spec or finalizers: claimRef belongs to the claim reconciler and
+// the provisioner, the finalizer to the provisioner.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+)
+
+// DefaultUnableToTerminateTimeout is how long a SpaceRequest may report
+// UnableToTerminate before its target is marked Failed (seed 004, step 5).
+const DefaultUnableToTerminateTimeout = 2 * time.Minute
+
+// conflictRetry is how soon a status write that lost a race is retried.
+const conflictRetry = 500 * time.Millisecond
+
+// RBAC of this reconciler (least privilege), collected into the binary's
+// ClusterRole by controller-gen (make generate):
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/status,verbs=get;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps DeploymentTarget status in step with its claim and its SpaceRequest.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes with the binder's field owner.
+	Client client.Client
+	// Recorder emits Kubernetes Events on targets.
+	Recorder events.EventRecorder
+	// UnableToTerminateTimeout: see DefaultUnableToTerminateTimeout; zero means the default.
+	UnableToTerminateTimeout time.Duration
+	// Now returns the current time; nil means time.Now. Tests need no clock:
+	// they shorten UnableToTerminateTimeout instead.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler. The field indexes of package
+// binding must be registered on mgr first.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	switch {
+	case mgr == nil:
+		return errors.New("target reconciler: manager is nil")
+	case r.Client == nil:
+		return errors.New("target reconciler: Client is nil")
+	case r.Recorder == nil:
+		return errors.New("target reconciler: Recorder is nil")
+	case r.UnableToTerminateTimeout < 0:
+		return fmt.Errorf("target reconciler: UnableToTerminateTimeout must not be negative, got %s", r.UnableToTerminateTimeout)
+	}
+	if r.UnableToTerminateTimeout == 0 {
+		r.UnableToTerminateTimeout = DefaultUnableToTerminateTimeout
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("deploymenttarget").
+		For(&appstudiov1alpha1.DeploymentTarget{}).
+		Watches(&appstudiov1alpha1.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.targetsForClaim)).
+		Watches(&toolchainv1alpha1.SpaceRequest{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSpaceRequest)).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// targetsForClaim maps a claim event to the targets whose claimRef names it
+// and the target its spec.targetName names: their phase depends on the claim.
+func (r *Reconciler) targetsForClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*appstudiov1alpha1.DeploymentTargetClaim)
+	if !ok {
+		return nil
+	}
+	reqs := r.targetsNaming(ctx, c.Namespace, c.Name)
+	if c.Spec.TargetName != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.TargetName}})
+	}
+	return reqs
+}
+
+// targetsForSpaceRequest maps a SpaceRequest to the targets it backs: those
+// naming it in the spacerequest annotation and those naming the claim it is
+// labelled with. A deleting target waits for it.
+func (r *Reconciler) targetsForSpaceRequest(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if claim := o.GetLabels()[appstudiov1alpha1.ClaimLabel]; claim != "" {
+		reqs = r.targetsNaming(ctx, o.GetNamespace(), claim)
+	}
+	var list appstudiov1alpha1.DeploymentTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{binding.TargetSpaceRequestIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping SpaceRequest to targets", "spaceRequest", o.GetName())
+	}
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+func (r *Reconciler) targetsNaming(ctx context.Context, namespace, claim string) []reconcile.Request {
+	targets, err := binding.TargetsNamingClaim(ctx, r.Client, namespace, claim)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping to targets")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(targets))
+	for i := range targets {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&targets[i])})
+	}
+	return reqs
+}
+
+type scope struct {
+	log    logr.Logger
+	target *appstudiov1alpha1.DeploymentTarget
+	before *appstudiov1alpha1.DeploymentTarget
+	result ctrl.Result
+}
+
+type phase func(ctx context.Context, s *scope) error
+
+// Reconcile computes the target's status and writes it once, preconditioned
+// on the resourceVersion it was computed from.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	dt := &appstudiov1alpha1.DeploymentTarget{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{log: log, target: dt, before: dt.DeepCopy()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) {
+				log.V(1).Info("target changed during reconcile, retrying", "error", err.Error())
+				res = ctrl.Result{RequeueAfter: conflictRetry}
+				return
+			}
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	phases := []phase{r.reconcileBinding}
+	if dt.DeletionTimestamp != nil {
+		phases = []phase{r.reconcileTermination}
+	}
+	for _, p := range phases {
+		if err := p(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return s.result, nil
+}
+
+// reconcileBinding sets the phase of a target that is not being deleted:
+//   - no claimRef: Available, or Released if it was bound before (rule A/C:
+//     a Released target is not bound again until an operator makes it
+//     Available);
+//   - claimRef naming a claim that is gone: Released if it was bound before
+//     (rule A), else Pending (reserved for a claim yet to come);
+//   - claimRef naming an existing claim that takes this target: Bound (step 7);
+//   - otherwise Pending, with the reason in the Bound condition.
+func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
+	t := s.target
+	prev := t.Status.Phase
+	wasBound := prev == appstudiov1alpha1.DeploymentTargetPhaseBound || prev == appstudiov1alpha1.DeploymentTargetPhaseReleased
+
+	if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name == "" {
+		if wasBound {
+			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased,
+				"its claim released it; it is not bound again until its phase is set to Available")
+			return nil
+		}
+		s.set(appstudiov1alpha1.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonAvailable,
+			"unclaimed; can be bound to a claim of class "+t.Spec.DeploymentTargetClassName)
+		return nil
+	}
+
+	name := t.Spec.ClaimRef.Name
+	if prev == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+		// A claim of the same name appearing later is a new claim, not the
+		// one this target served: it must not inherit the target.
+		return nil
+	}
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, claim); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("getting claim %s: %w", name, err)
+		}
+		if wasBound {
+			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased,
+				fmt.Sprintf("claim %s was deleted", name))
+			return nil
+		}
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,
+			fmt.Sprintf("reserved for claim %s, which does not exist", name))
+		return nil
+	}
+	if claim.Spec.DeploymentTargetClassName != t.Spec.DeploymentTargetClassName {
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClassMismatch,
+			fmt.Sprintf("claim %s asks for class %q, this target is of class %q", name, claim.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName))
+		return nil
+	}
+	if claim.Spec.TargetName != "" && claim.Spec.TargetName != t.Name {
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimHasOtherTarget,
+			fmt.Sprintf("claim %s asks for target %s", name, claim.Spec.TargetName))
+		return nil
+	}
+	named, err := binding.TargetsNamingClaim(ctx, r.Client, t.Namespace, name)
+	if err != nil {
+		return err
+	}
+	if chosen := binding.BoundTarget(claim, named); chosen != nil && chosen.Name != t.Name {
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimHasOtherTarget,
+			fmt.Sprintf("claim %s is bound to target %s", name, chosen.Name))
+		return nil
+	}
+	s.set(appstudiov1alpha1.DeploymentTargetPhaseBound, metav1.ConditionTrue, appstudiov1alpha1.TargetReasonBound,
+		fmt.Sprintf("bound to claim %s", name))
+	return nil
+}
+
+// reconcileTermination follows a target being deleted (seed 004, step 5).
+// The provisioner deletes the SpaceRequest and removes the target's finalizer
+// once it is gone; the binder only reports: when the SpaceRequest has
+// reported UnableToTerminate for longer than the timeout, the target turns
+// Failed (its cluster resources were not cleaned up). Failed does not end the
+// wait: when the SpaceRequest finally goes, the provisioner completes the
+// deletion. The phase is otherwise left alone, so that a claim still sees
+// which target it was bound to.
+func (r *Reconciler) reconcileTermination(ctx context.Context, s *scope) error {
+	srs, err := r.spaceRequests(ctx, s.target)
+	if err != nil {
+		return err
+	}
+	t := s.target
+	if srs == nil {
+		return nil // nothing names a SpaceRequest the binder could follow
+	}
+	if len(srs.Items) == 0 {
+		s.setTerminating(appstudiov1alpha1.TerminatingReasonSpaceRequestGone,
+			fmt.Sprintf("no SpaceRequest is left; waiting for finalizers %v", t.Finalizers))
+		return nil
+	}
+	now := r.Now()
+	for i := range srs.Items {
+		sr := &srs.Items[i]
+		ready := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady)
+		if ready == nil || ready.Reason != toolchainv1alpha1.ReasonUnableToTerminate {
+			continue
+		}
+		deadline := ready.LastTransitionTime.Add(r.UnableToTerminateTimeout)
+		if now.Before(deadline) {
+			// Come back when the timeout expires; an event from the
+			// SpaceRequest (gone, recovered) may come first.
+			s.result.RequeueAfter = deadline.Sub(now) + 100*time.Millisecond
+			s.setTerminating(appstudiov1alpha1.TerminatingReasonWaitingForSpaceRequest,
+				fmt.Sprintf("SpaceRequest %s reports UnableToTerminate since %s", sr.Name, ready.LastTransitionTime.UTC().Format(time.RFC3339)))
+			return nil
+		}
+		if t.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseFailed {
+			s.log.Info("SpaceRequest unable to terminate; target failed", "spaceRequest", sr.Name, "since", ready.LastTransitionTime.Time)
+		}
+		t.Status.Phase = appstudiov1alpha1.DeploymentTargetPhaseFailed
+		s.setTerminating(appstudiov1alpha1.TerminatingReasonUnableToTerminate,
+			fmt.Sprintf("SpaceRequest %s has reported UnableToTerminate for more than %s: the cluster resources were not cleaned up; deletion completes when it is gone",
+				sr.Name, r.UnableToTerminateTimeout))
+		return nil
+	}
+	s.setTerminating(appstudiov1alpha1.TerminatingReasonWaitingForSpaceRequest,
+		fmt.Sprintf("waiting for SpaceRequest %s to be deleted", srs.Items[0].Name))
+	return nil
+}
+
+// spaceRequests returns the SpaceRequests backing a target: the one its
+// provisioner named in the spacerequest annotation (which survives a cleared
+// claimRef), else those labelled with its claim. nil means the target names
+// neither.
+func (r *Reconciler) spaceRequests(ctx context.Context, t *appstudiov1alpha1.DeploymentTarget) (*toolchainv1alpha1.SpaceRequestList, error) {
+	if name := t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]; name != "" {
+		sr := &toolchainv1alpha1.SpaceRequest{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, sr)
+		switch {
+		case apierrors.IsNotFound(err):
+			return &toolchainv1alpha1.SpaceRequestList{}, nil
+		case err != nil:
+			return nil, fmt.Errorf("getting SpaceRequest %s: %w", name, err)
+		}
+		return &toolchainv1alpha1.SpaceRequestList{Items: []toolchainv1alpha1.SpaceRequest{*sr}}, nil
+	}
+	if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name == "" {
+		return nil, nil
+	}
+	srs := &toolchainv1alpha1.SpaceRequestList{}
+	if err := r.Client.List(ctx, srs, client.InNamespace(t.Namespace),
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: t.Spec.ClaimRef.Name}); err != nil {
+		return nil, fmt.Errorf("listing SpaceRequests of claim %s: %w", t.Spec.ClaimRef.Name, err)
+	}
+	return srs, nil
+}
+
+// patchStatus writes the status if it changed and emits an Event when the
+// phase changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.target.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.target, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching target status: %w", err)
+	}
+	if s.before.Status.Phase != s.target.Status.Phase {
+		reason, note := string(s.target.Status.Phase), ""
+		if c := meta.FindStatusCondition(s.target.Status.Conditions, appstudiov1alpha1.ConditionBound); c != nil {
+			reason, note = c.Reason, c.Message
+		}
+		eventType := "Normal"
+		if s.target.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseFailed {
+			eventType = "Warning"
+			if c := meta.FindStatusCondition(s.target.Status.Conditions, appstudiov1alpha1.ConditionTerminating); c != nil {
+				reason, note = c.Reason, c.Message
+			}
+		}
+		s.log.Info("target phase changed", "from", s.before.Status.Phase, "to", s.target.Status.Phase, "reason", reason)
+		r.Recorder.Eventf(s.target, nil, eventType, reason, "Bind", "%s", note)
+	}
+	return nil
+}
+
+func (s *scope) set(phase appstudiov1alpha1.DeploymentTargetPhase, status metav1.ConditionStatus, reason, message string) {
+	s.target.Status.Phase = phase
+	s.target.Status.ObservedGeneration = s.target.Generation
+	meta.SetStatusCondition(&s.target.Status.Conditions, metav1.Condition{
+		Type: appstudiov1alpha1.ConditionBound, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: s.target.Generation,
+	})
+}
+
+func (s *scope) setTerminating(reason, message string) {
+	s.target.Status.ObservedGeneration = s.target.Generation
+	meta.SetStatusCondition(&s.target.Status.Conditions, metav1.Condition{
+		Type: appstudiov1alpha1.ConditionTerminating, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		ObservedGeneration: s.target.Generation,
+	})
+}
