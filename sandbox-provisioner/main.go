@@ -1,12 +1,24 @@
-// Command sandbox-provisioner provisions DeploymentTargets for claims of the appstudio.redhat.com/devsandbox provisioner through SpaceRequests.
-//
-// Its reconcilers arrive with the environment-provisioning issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command sandbox-provisioner provisions DeploymentTargets for claims the
+// binder marked for appstudio.redhat.com/devsandbox, through SpaceRequests.
+// See README.md.
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers"
+)
 
 func main() {
-	app.Main("sandbox-provisioner", app.Setup{})
+	var opts controllers.Options
+	app.Main(controllers.Component, app.Setup{
+		BindFlags: opts.BindFlags,
+		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			return controllers.AddToManager(mgr, opts)
+		},
+	})
 }

@@ -1,12 +1,24 @@
-// Command spacerequest-stub serves SpaceRequests: a namespace, a ServiceAccount with the edit role, a kubeconfig Secret, and a Ready condition.
-//
-// Its reconcilers arrive with the environment-provisioning issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command spacerequest-stub serves SpaceRequests: a namespace, a ServiceAccount
+// with the edit ClusterRole in that namespace, a kubeconfig Secret whose token
+// comes from the TokenRequest API, and a Ready condition. See README.md.
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+	"github.com/terrace-dev/terrace/spacerequest-stub/controllers"
+)
 
 func main() {
-	app.Main("spacerequest-stub", app.Setup{})
+	var opts controllers.Options
+	app.Main(controllers.Component, app.Setup{
+		BindFlags: opts.BindFlags,
+		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			return controllers.AddToManager(mgr, opts)
+		},
+	})
 }

@@ -1,0 +1,368 @@
+// Package claim provisions for DeploymentTargetClaims the binder marked for
+// appstudio.redhat.com/devsandbox: first one SpaceRequest, then, once the
+// SpaceRequest is Ready, the DeploymentTarget pointing at what it provisioned.
+// The binder then binds the two; this reconciler never writes claim or target
+// status.
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+)
+
+// DefaultTierName is the SpaceRequest tier used when the class's parameters
+// name none.
+const DefaultTierName = "appstudio-env"
+
+// Event reasons (on the claim).
+const (
+	EventSpaceRequestCreated     = "SpaceRequestCreated"
+	EventTargetCreated           = "DeploymentTargetCreated"
+	EventClassNotFound           = "ClassNotFound"
+	EventInvalidParameters       = "InvalidClassParameters"
+	EventCredentialsSecretAbsent = "CredentialsSecretMissing"
+)
+
+// Parameters are the DeploymentTargetClass parameters this provisioner reads.
+// Unknown parameters are ignored.
+type Parameters struct {
+	// TierName is the SpaceRequest's spec.tierName.
+	TierName string `json:"tierName,omitempty"`
+	// TargetClusterRoles is the SpaceRequest's spec.targetClusterRoles.
+	TargetClusterRoles []string `json:"targetClusterRoles,omitempty"`
+}
+
+// RBAC of this reconciler (least privilege), collected into the binary's
+// ClusterRole by controller-gen (make generate):
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler provisions for sandbox claims.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads the credentials Secret directly (no Secret cache).
+	APIReader client.Reader
+	// Recorder records events on claims.
+	Recorder events.EventRecorder
+	// DefaultTierName is the tier of SpaceRequests whose class names none.
+	DefaultTierName string
+}
+
+// SetupWithManager checks the reconciler's settings and registers it with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var errs []error
+	if r.Client == nil {
+		errs = append(errs, errors.New("claim: Client is nil"))
+	}
+	if r.APIReader == nil {
+		errs = append(errs, errors.New("claim: APIReader is nil"))
+	}
+	if r.Recorder == nil {
+		errs = append(errs, errors.New("claim: Recorder is nil"))
+	}
+	if r.DefaultTierName == "" {
+		errs = append(errs, errors.New("claim: DefaultTierName is empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("claim").
+		For(&appstudiov1alpha1.DeploymentTargetClaim{},
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return sandbox.WantsSandbox(o) }))).
+		// The SpaceRequest becoming Ready, or going away.
+		Watches(&toolchainv1alpha1.SpaceRequest{}, handler.EnqueueRequestsFromMapFunc(spaceRequestToClaim)).
+		// The target being created or deleted.
+		Watches(&appstudiov1alpha1.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(targetToClaim)).
+		// A class appearing (claims waiting for it) or changing.
+		Watches(&appstudiov1alpha1.DeploymentTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
+		Complete(r)
+}
+
+func spaceRequestToClaim(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[appstudiov1alpha1.ClaimLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+func targetToClaim(_ context.Context, o client.Object) []reconcile.Request {
+	dt, ok := o.(*appstudiov1alpha1.DeploymentTarget)
+	if !ok || !sandbox.ProvisionedBySandbox(dt) || dt.Spec.ClaimRef == nil || dt.Spec.ClaimRef.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef.Name}}}
+}
+
+func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	claims := &appstudiov1alpha1.DeploymentTargetClaimList{}
+	if err := r.Client.List(ctx, claims); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing claims for a class change", "class", o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if c.Spec.DeploymentTargetClassName == o.GetName() && sandbox.WantsSandbox(c) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return reqs
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	claim  *appstudiov1alpha1.DeploymentTargetClaim
+	class  *appstudiov1alpha1.DeploymentTargetClass
+	params Parameters
+	sr     *toolchainv1alpha1.SpaceRequest
+	// stop ends the phases early without an error (nothing to do, or waiting
+	// for an event).
+	stop bool
+}
+
+type phase func(ctx context.Context, s *scope) error
+
+// Reconcile provisions the claim's SpaceRequest and target.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		// A deleted claim's SpaceRequest is the orphan reconciler's business.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", sandbox.ObjectName(claim)))
+	return ctrl.Result{}, doReconcile(ctx, &scope{claim: claim}, []phase{
+		r.checkWanted,
+		r.checkTarget,
+		r.loadClass,
+		r.applySpaceRequest,
+		r.waitForSpaceRequest,
+		r.checkCredentialsSecret,
+		r.createTarget,
+	})
+}
+
+// doReconcile runs phases in order until one fails or sets s.stop.
+func doReconcile(ctx context.Context, s *scope, phases []phase) error {
+	for _, p := range phases {
+		if err := p(ctx, s); err != nil {
+			return err
+		}
+		if s.stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+// checkWanted stops unless the claim still waits for a sandbox target: marked
+// for this provisioner, not being deleted, not bound, not lost (a lost claim
+// is not re-provisioned: its target was deleted on purpose).
+func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
+	c := s.claim
+	var why string
+	switch {
+	case !sandbox.WantsSandbox(c):
+		why = "not marked for " + appstudiov1alpha1.SandboxProvisioner
+	case !c.DeletionTimestamp.IsZero():
+		why = "being deleted"
+	case c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound,
+		c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue:
+		why = "bound"
+	case c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseLost:
+		why = "lost"
+	default:
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("nothing to provision", "reason", why)
+	s.stop = true
+	return nil
+}
+
+func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
+	name := s.claim.Spec.DeploymentTargetClassName
+	class := &appstudiov1alpha1.DeploymentTargetClass{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The class watch brings the claim back when the class appears.
+			ctrl.LoggerFrom(ctx).Info("waiting for the claim's class", "class", name)
+			r.Recorder.Eventf(s.claim, nil, corev1.EventTypeWarning, EventClassNotFound, "Provision",
+				"DeploymentTargetClass %s does not exist; waiting for it", name)
+			s.stop = true
+			return nil
+		}
+		return fmt.Errorf("reading DeploymentTargetClass %s: %w", name, err)
+	}
+	s.class = class
+	if class.Spec.Parameters != nil && len(class.Spec.Parameters.Raw) > 0 {
+		if err := json.Unmarshal(class.Spec.Parameters.Raw, &s.params); err != nil {
+			r.Recorder.Eventf(s.claim, class, corev1.EventTypeWarning, EventInvalidParameters, "Provision",
+				"Parameters of DeploymentTargetClass %s are invalid: %v", name, err)
+			ctrl.LoggerFrom(ctx).Info("invalid class parameters", "class", name, "error", err.Error())
+			s.stop = true
+			return nil
+		}
+	}
+	if s.params.TierName == "" {
+		s.params.TierName = r.DefaultTierName
+	}
+	return nil
+}
+
+// applySpaceRequest creates the claim's one SpaceRequest unless it exists.
+func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
+	name := sandbox.ObjectName(s.claim)
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, sr)
+	switch {
+	case err == nil:
+		s.sr = sr
+		if !sr.DeletionTimestamp.IsZero() {
+			// Its deletion event brings the claim back; then a new one is made.
+			ctrl.LoggerFrom(ctx).Info("waiting for the previous SpaceRequest to go")
+			s.stop = true
+		}
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+	}
+
+	spec := map[string]any{"tierName": s.params.TierName}
+	if len(s.params.TargetClusterRoles) > 0 {
+		roles := make([]any, 0, len(s.params.TargetClusterRoles))
+		for _, role := range s.params.TargetClusterRoles {
+			roles = append(roles, role)
+		}
+		spec["targetClusterRoles"] = roles
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": toolchainv1alpha1.SchemeGroupVersion.String(),
+		"kind":       "SpaceRequest",
+		"metadata": map[string]any{
+			"name":      name,
+			"namespace": s.claim.Namespace,
+			"labels": map[string]any{
+				appstudiov1alpha1.ClaimLabel: s.claim.Name,
+				appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
+			},
+		},
+		"spec": spec,
+	}}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying SpaceRequest %s: %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("created SpaceRequest", "tierName", s.params.TierName)
+	r.Recorder.Eventf(s.claim, nil, corev1.EventTypeNormal, EventSpaceRequestCreated, "Provision",
+		"Created SpaceRequest %s (tier %s); waiting for it to be Ready", name, s.params.TierName)
+	// Its status change brings the claim back.
+	s.stop = true
+	return nil
+}
+
+func (r *Reconciler) waitForSpaceRequest(ctx context.Context, s *scope) error {
+	if ok, why := sandbox.SpaceRequestReady(s.sr); !ok {
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the SpaceRequest to be Ready", "status", why)
+		s.stop = true
+	}
+	return nil
+}
+
+// checkCredentialsSecret makes sure the Secret the target will point to
+// exists and holds a kubeconfig, so that no target is made with credentials
+// that cannot work.
+func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) error {
+	name := s.sr.Status.NamespaceAccess[0].SecretRef
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, secret)
+	if err == nil && len(secret.Data[toolchainv1alpha1.AdminKubeconfigKey]) > 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("SpaceRequest %s is Ready but its Secret %s holds no %q", s.sr.Name, name, toolchainv1alpha1.AdminKubeconfigKey)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	if apierrors.IsNotFound(err) {
+		msg = fmt.Sprintf("SpaceRequest %s is Ready but its Secret %s does not exist", s.sr.Name, name)
+	}
+	r.Recorder.Eventf(s.claim, s.sr, corev1.EventTypeWarning, EventCredentialsSecretAbsent, "Provision", "%s", msg)
+	// Retried with back-off: nothing this process watches announces it.
+	return errors.New(msg)
+}
+
+// checkTarget stops once the claim's target exists: an existing target is
+// left alone (after creation the binder owns its claimRef and status).
+func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
+	name := sandbox.ObjectName(s.claim)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, &appstudiov1alpha1.DeploymentTarget{})
+	switch {
+	case err == nil:
+		ctrl.LoggerFrom(ctx).V(1).Info("target exists; waiting for the binder")
+		s.stop = true
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return fmt.Errorf("reading DeploymentTarget %s: %w", name, err)
+	}
+}
+
+// createTarget creates the target from the Ready SpaceRequest's status.
+func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
+	name := sandbox.ObjectName(s.claim)
+	access := s.sr.Status.NamespaceAccess[0]
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": appstudiov1alpha1.SchemeGroupVersion.String(),
+		"kind":       "DeploymentTarget",
+		"metadata": map[string]any{
+			"name":      name,
+			"namespace": s.claim.Namespace,
+			"annotations": map[string]any{
+				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+				appstudiov1alpha1.SpaceRequestAnnotation:  s.sr.Name,
+			},
+			"finalizers": []any{appstudiov1alpha1.TargetFinalizer},
+		},
+		"spec": map[string]any{
+			"deploymentTargetClassName": s.claim.Spec.DeploymentTargetClassName,
+			"claimRef":                  map[string]any{"name": s.claim.Name},
+			"kubernetesCredentials": map[string]any{
+				"defaultNamespace":         access.Name,
+				"apiURL":                   s.sr.Status.TargetClusterURL,
+				"clusterCredentialsSecret": access.SecretRef,
+			},
+		},
+	}}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("created DeploymentTarget", "target", name, "namespace", access.Name)
+	r.Recorder.Eventf(s.claim, nil, corev1.EventTypeNormal, EventTargetCreated, "Provision",
+		"Created DeploymentTarget %s for namespace %s (SpaceRequest %s)", name, access.Name, s.sr.Name)
+	return nil
+}

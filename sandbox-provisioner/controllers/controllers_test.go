@@ -1,0 +1,356 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	apiURL   = "https://sandbox.example.com:6443"
+	// stubFinalizer stands in for the SpaceRequest controller's finalizer.
+	stubFinalizer = toolchainv1alpha1.Finalizer
+)
+
+var seq atomic.Int32
+
+// unique makes names unique per test run, so that -count=N works against the
+// one API server of the package.
+func unique(base string) string {
+	return fmt.Sprintf("%s-%d", base, seq.Add(1))
+}
+
+func createClass(t *testing.T, name string, policy appstudiov1alpha1.ReclaimPolicy, params string) {
+	t.Helper()
+	class := &appstudiov1alpha1.DeploymentTargetClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appstudiov1alpha1.DeploymentTargetClassSpec{
+			Provisioner:   appstudiov1alpha1.SandboxProvisioner,
+			ReclaimPolicy: policy,
+		},
+	}
+	if params != "" {
+		class.Spec.Parameters = &runtime.RawExtension{Raw: []byte(params)}
+	}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), class)).To(Succeed())
+}
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	NewWithT(t).Expect(env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+// createClaim creates a claim annotated as the binder would for provisioner
+// (empty: not annotated).
+func createClaim(t *testing.T, ns, name, class, provisioner string) *appstudiov1alpha1.DeploymentTargetClaim {
+	t.Helper()
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: class},
+	}
+	if provisioner != "" {
+		claim.Annotations = map[string]string{appstudiov1alpha1.ProvisionerAnnotation: provisioner}
+	}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), claim)).To(Succeed())
+	return claim
+}
+
+// spaceRequestsOf lists the SpaceRequests labelled with the claim.
+func spaceRequestsOf(g Gomega, claim *appstudiov1alpha1.DeploymentTargetClaim) []toolchainv1alpha1.SpaceRequest {
+	l := &toolchainv1alpha1.SpaceRequestList{}
+	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(claim.Namespace),
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: claim.Name})).To(Succeed())
+	return l.Items
+}
+
+func waitForOneSpaceRequest(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim) *toolchainv1alpha1.SpaceRequest {
+	t.Helper()
+	var sr *toolchainv1alpha1.SpaceRequest
+	NewWithT(t).Eventually(func(g Gomega) {
+		items := spaceRequestsOf(g, claim)
+		g.Expect(items).To(HaveLen(1))
+		sr = &items[0]
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return sr
+}
+
+// playStub does what the spacerequest-stub would: finalizer, a kubeconfig
+// Secret, and a Ready status.
+func playStub(t *testing.T, sr *toolchainv1alpha1.SpaceRequest) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur); err != nil {
+			return err
+		}
+		controllerutil.AddFinalizer(cur, stubFinalizer)
+		return env.Client.Update(ctx, cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sr.Namespace, Name: sr.Name + "-kubeconfig"},
+		Data:       map[string][]byte{toolchainv1alpha1.AdminKubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
+	}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	g.Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur); err != nil {
+			return err
+		}
+		cur.Status.TargetClusterURL = apiURL
+		cur.Status.NamespaceAccess = []toolchainv1alpha1.NamespaceAccess{{Name: sr.Namespace + "-" + sr.Name, SecretRef: secret.Name}}
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+			Type: toolchainv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: toolchainv1alpha1.ReasonProvisioned, ObservedGeneration: cur.Generation,
+		})
+		return env.Client.Status().Update(ctx, cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// releaseSpaceRequest removes the stub's finalizer, as the stub does once the
+// namespace is gone.
+func releaseSpaceRequest(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		controllerutil.RemoveFinalizer(cur, stubFinalizer)
+		return env.Client.Update(context.Background(), cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+func waitForTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim) *appstudiov1alpha1.DeploymentTarget {
+	t.Helper()
+	dt := &appstudiov1alpha1.DeploymentTarget{}
+	NewWithT(t).Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: claim.Namespace, Name: sandbox.ObjectName(claim)}, dt)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return dt
+}
+
+// eventReasons lists the reasons of the events about the object named name.
+func eventReasons(ctx context.Context, ns, name string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		l := &eventsv1.EventList{}
+		g.Expect(env.Client.List(ctx, l, client.InNamespace(ns))).To(Succeed())
+		var reasons []string
+		for _, e := range l.Items {
+			if e.Regarding.Name == name {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
+	}
+}
+
+func gone(obj client.Object) func() bool {
+	return func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	}
+}
+
+// TestExactlyOneSpaceRequestThenTarget: claims marked for the sandbox get
+// exactly one SpaceRequest each, even with two provisioner processes racing
+// (several workers each) and a restart, and the target appears with the
+// right fields once the SpaceRequest is Ready.
+func TestExactlyOneSpaceRequestThenTarget(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("one-sr")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+
+	stopA := startManager(t, 4)
+	stopB := startManager(t, 4)
+	const count = 10
+	claims := make([]*appstudiov1alpha1.DeploymentTargetClaim, count)
+	for i := range count {
+		claims[i] = createClaim(t, n, fmt.Sprintf("claim-%d", i), n, appstudiov1alpha1.SandboxProvisioner)
+	}
+	srs := make([]*toolchainv1alpha1.SpaceRequest, count)
+	for i, c := range claims {
+		srs[i] = waitForOneSpaceRequest(t, c)
+		sr := srs[i]
+		g.Expect(sr.Name).To(Equal(sandbox.ObjectName(c)))
+		g.Expect(sr.Labels).To(HaveKeyWithValue(appstudiov1alpha1.ClaimLabel, c.Name))
+		g.Expect(sr.Labels).To(HaveKeyWithValue(appstudiov1alpha1.ClassLabel, n))
+		g.Expect(sr.Spec.TierName).To(Equal("appstudio-env"))
+		g.Expect(sr.OwnerReferences).To(BeEmpty(), "no owner reference: Retain must keep it")
+		g.Expect(sr.ManagedFields).To(ContainElement(HaveField("Manager", sandbox.FieldManager)))
+	}
+
+	// Restart: the old processes stop, a new one takes over.
+	stopA()
+	stopB()
+	startManager(t, 4)
+	for _, sr := range srs {
+		playStub(t, sr)
+	}
+	for i, c := range claims {
+		dt := waitForTarget(t, c)
+		g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionedByAnnotation, appstudiov1alpha1.SandboxProvisioner))
+		g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.SpaceRequestAnnotation, srs[i].Name))
+		g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
+		g.Expect(dt.Spec.DeploymentTargetClassName).To(Equal(n))
+		g.Expect(dt.Spec.ClaimRef).To(Equal(&appstudiov1alpha1.DeploymentTargetClaimReference{Name: c.Name}))
+		g.Expect(dt.Spec.KubernetesClusterCredentials).To(Equal(appstudiov1alpha1.DeploymentTargetKubernetesClusterCredentials{
+			DefaultNamespace:         n + "-" + srs[i].Name,
+			APIURL:                   apiURL,
+			ClusterCredentialsSecret: srs[i].Name + "-kubeconfig",
+		}))
+		g.Expect(dt.Status).To(BeZero(), "the provisioner never writes target status")
+		g.Expect(dt.OwnerReferences).To(BeEmpty())
+	}
+	// Still exactly one of each per claim.
+	l := &toolchainv1alpha1.SpaceRequestList{}
+	g.Expect(env.Client.List(ctx, l, client.InNamespace(n))).To(Succeed())
+	g.Expect(l.Items).To(HaveLen(count))
+	dts := &appstudiov1alpha1.DeploymentTargetList{}
+	g.Expect(env.Client.List(ctx, dts, client.InNamespace(n))).To(Succeed())
+	g.Expect(dts.Items).To(HaveLen(count))
+}
+
+// TestTargetDeletionDeletesSpaceRequestFirst: deleting a provisioned target
+// deletes its SpaceRequest; the target keeps its finalizer until the
+// SpaceRequest is really gone.
+func TestTargetDeletionDeletesSpaceRequestFirst(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("del-dt")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+	claim := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, claim)
+	playStub(t, sr)
+	dt := waitForTarget(t, claim)
+	// Play the binder: the claim is bound, so nothing more is provisioned
+	// for it (the binder would mark it Lost once the target is deleted).
+	base := claim.DeepCopy()
+	claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
+	g.Expect(env.Client.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the SpaceRequest is being deleted")
+	// The stub's finalizer holds the SpaceRequest, so the target stays.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
+	g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
+
+	// The SpaceRequest controller reports it cannot terminate: the target
+	// says so and keeps waiting (the binder marks it Failed).
+	g.Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+			Type: toolchainv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: toolchainv1alpha1.ReasonUnableToTerminate, Message: "namespace still there", ObservedGeneration: cur.Generation,
+		})
+		return env.Client.Status().Update(ctx, cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(eventReasons(ctx, n, dt.Name)).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement(target.EventSpaceRequestNotTerminate))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
+	g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
+
+	// The SpaceRequest goes; then the target is released.
+	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
+	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: sr.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the target is released and gone")
+}
+
+// TestOrphanedSpaceRequests: a claim deleted before its target was made
+// leaves a SpaceRequest that is deleted when the class says Delete (or is
+// gone), and kept when it says Retain.
+func TestOrphanedSpaceRequests(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("orphans")
+	ctx := context.Background()
+	createClass(t, n+"-delete", appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createClass(t, n+"-retain", appstudiov1alpha1.ReclaimPolicyRetain, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	del := createClaim(t, n, "del", n+"-delete", appstudiov1alpha1.SandboxProvisioner)
+	ret := createClaim(t, n, "ret", n+"-retain", appstudiov1alpha1.SandboxProvisioner)
+	noClass := createClaim(t, n, "no-class", n+"-missing", appstudiov1alpha1.SandboxProvisioner)
+	// A claim whose class is missing gets no SpaceRequest; give this one a
+	// class, let it provision, then delete the class.
+	createClass(t, n+"-missing", appstudiov1alpha1.ReclaimPolicyRetain, "")
+	srDel := waitForOneSpaceRequest(t, del)
+	srRet := waitForOneSpaceRequest(t, ret)
+	srNoClass := waitForOneSpaceRequest(t, noClass)
+	g.Expect(env.Client.Delete(ctx, &appstudiov1alpha1.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: n + "-missing"}})).To(Succeed())
+
+	for _, c := range []*appstudiov1alpha1.DeploymentTargetClaim{del, ret, noClass} {
+		g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+	}
+	g.Eventually(gone(srDel)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "Delete: the orphan is deleted")
+	g.Eventually(gone(srNoClass)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "class gone: the orphan is deleted")
+	g.Eventually(eventReasons(ctx, n, srRet.Name)).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement(orphan.EventOrphanRetained))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(srRet), srRet)).To(Succeed())
+	g.Expect(srRet.DeletionTimestamp).To(BeNil(), "Retain: the orphan is kept")
+}
+
+// TestOnlySandboxClaimsAreProvisioned: claims for another provisioner, not
+// marked at all, or already bound are left alone; class parameters choose
+// the tier.
+func TestOnlySandboxClaimsAreProvisioned(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("others")
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, `{"tierName":"custom-tier"}`)
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	other := createClaim(t, n, "other", n, "example.com/other")
+	unmarked := createClaim(t, n, "unmarked", n, "")
+	bound := &appstudiov1alpha1.DeploymentTargetClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "bound", Annotations: map[string]string{
+			appstudiov1alpha1.ProvisionerAnnotation:  appstudiov1alpha1.SandboxProvisioner,
+			appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue,
+		}},
+		Spec: appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: n},
+	}
+	g.Expect(env.Client.Create(context.Background(), bound)).To(Succeed())
+	// Created last, provisioned: by the time its SpaceRequest exists, the
+	// provisioner has seen the others.
+	sentinel := createClaim(t, n, "sentinel", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, sentinel)
+	g.Expect(sr.Spec.TierName).To(Equal("custom-tier"))
+
+	l := &toolchainv1alpha1.SpaceRequestList{}
+	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(n))).To(Succeed())
+	g.Expect(l.Items).To(HaveLen(1))
+	for _, c := range []*appstudiov1alpha1.DeploymentTargetClaim{other, unmarked, bound} {
+		g.Expect(spaceRequestsOf(g, c)).To(BeEmpty(), c.Name)
+	}
+}

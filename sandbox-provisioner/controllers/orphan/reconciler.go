@@ -1,0 +1,206 @@
+// Package orphan deletes SpaceRequests the sandbox-provisioner created that
+// nothing will use any more: their claim is gone (or being deleted, or
+// replaced by a new claim of the same name), no DeploymentTarget was made
+// from them, and their class's reclaimPolicy is Delete. A class that no
+// longer exists counts as Delete, its default. With Retain the SpaceRequest
+// is kept and an event says so.
+package orphan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+)
+
+// Event reasons (on the SpaceRequest).
+const (
+	EventOrphanDeleted  = "OrphanDeleted"
+	EventOrphanRetained = "OrphanRetained"
+)
+
+// RBAC of this reconciler (least privilege), collected into the binary's
+// ClusterRole by controller-gen (make generate):
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler cleans up orphaned SpaceRequests.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader confirms an orphan directly with the API server before
+	// anything is deleted.
+	APIReader client.Reader
+	// Recorder records events on SpaceRequests.
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager checks the reconciler's settings and registers it with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var errs []error
+	if r.Client == nil {
+		errs = append(errs, errors.New("orphan: Client is nil"))
+	}
+	if r.APIReader == nil {
+		errs = append(errs, errors.New("orphan: APIReader is nil"))
+	}
+	if r.Recorder == nil {
+		errs = append(errs, errors.New("orphan: Recorder is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[appstudiov1alpha1.ClaimLabel] != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("orphan").
+		For(&toolchainv1alpha1.SpaceRequest{}, builder.WithPredicates(ours)).
+		// A claim deleted (or marked for deletion) may leave an orphan.
+		Watches(&appstudiov1alpha1.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimToSpaceRequests)).
+		// So may a target deleted after its claim.
+		Watches(&appstudiov1alpha1.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(targetToSpaceRequest)).
+		Complete(r)
+}
+
+func (r *Reconciler) claimToSpaceRequests(ctx context.Context, o client.Object) []reconcile.Request {
+	srs := &toolchainv1alpha1.SpaceRequestList{}
+	if err := r.Client.List(ctx, srs, client.InNamespace(o.GetNamespace()),
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing SpaceRequests of a claim", "claim", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(srs.Items))
+	for i := range srs.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&srs.Items[i])})
+	}
+	return reqs
+}
+
+func targetToSpaceRequest(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetAnnotations()[appstudiov1alpha1.SpaceRequestAnnotation]
+	if name == "" || !sandbox.ProvisionedBySandbox(o) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+type scope struct {
+	sr   *toolchainv1alpha1.SpaceRequest
+	stop bool
+}
+
+type phase func(ctx context.Context, s *scope) error
+
+// Reconcile deletes the SpaceRequest if it is an orphan.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if sr.Labels[appstudiov1alpha1.ClaimLabel] == "" || !sr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", sr.Labels[appstudiov1alpha1.ClaimLabel]))
+	s := &scope{sr: sr}
+	for _, p := range []phase{
+		r.checkClaim(r.Client),
+		r.checkTarget,
+		r.checkClaim(r.APIReader), // confirm with the API server before deleting
+		r.deleteIfReclaimPolicyDelete,
+	} {
+		if err := p(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.stop {
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// checkClaim stops if the SpaceRequest's claim still exists, is not being
+// deleted, and is the claim the SpaceRequest was made for.
+func (r *Reconciler) checkClaim(reader client.Reader) phase {
+	return func(ctx context.Context, s *scope) error {
+		name := s.sr.Labels[appstudiov1alpha1.ClaimLabel]
+		claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+		err := reader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, claim)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading DeploymentTargetClaim %s: %w", name, err)
+		}
+		if claim.DeletionTimestamp.IsZero() && sandbox.ObjectName(claim) == s.sr.Name {
+			s.stop = true
+		}
+		return nil
+	}
+}
+
+// checkTarget stops if a target was made from the SpaceRequest: then the
+// target's deletion deletes it.
+func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
+	dt := &appstudiov1alpha1.DeploymentTarget{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sr), dt)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
+	}
+	s.stop = true
+	return nil
+}
+
+func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) error {
+	log := ctrl.LoggerFrom(ctx)
+	className := s.sr.Labels[appstudiov1alpha1.ClassLabel]
+	policy := appstudiov1alpha1.ReclaimPolicyDelete
+	class := &appstudiov1alpha1.DeploymentTargetClass{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
+	switch {
+	case err == nil:
+		if class.Spec.ReclaimPolicy != "" {
+			policy = class.Spec.ReclaimPolicy
+		}
+	case apierrors.IsNotFound(err) || className == "":
+		log.Info("class of orphaned SpaceRequest is gone; using reclaimPolicy Delete", "class", className)
+	default:
+		return fmt.Errorf("reading DeploymentTargetClass %s: %w", className, err)
+	}
+
+	if policy != appstudiov1alpha1.ReclaimPolicyDelete {
+		log.Info("keeping orphaned SpaceRequest", "reclaimPolicy", policy)
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
+			"Claim %s is gone and no target was made; kept because class %s has reclaimPolicy %s",
+			s.sr.Labels[appstudiov1alpha1.ClaimLabel], className, policy)
+		return nil
+	}
+	if err := r.Client.Delete(ctx, s.sr, client.Preconditions{UID: &s.sr.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
+	}
+	log.Info("deleted orphaned SpaceRequest", "class", className)
+	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
+		"Claim %s is gone and no target was made from this SpaceRequest; deleted it (class %s, reclaimPolicy Delete)",
+		s.sr.Labels[appstudiov1alpha1.ClaimLabel], className)
+	return nil
+}

@@ -1,0 +1,83 @@
+// Package controllers wires the spacerequest-stub's reconcilers into a
+// controller-runtime manager; the binary and tests call AddToManager.
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+)
+
+// Component is the binary's name, used for the event recorder.
+const Component = "spacerequest-stub"
+
+// Options are the spacerequest-stub's own settings. The zero value means the
+// defaults.
+type Options struct {
+	// TargetClusterURL is the API server URL written into kubeconfigs and
+	// status.targetClusterURL; empty means the API server the stub talks to.
+	TargetClusterURL string
+	// TerminationTimeout is how long a deleted SpaceRequest may stay
+	// Terminating before it reports UnableToTerminate; 0 means 2m.
+	TerminationTimeout time.Duration
+	// TokenExpiration is the lifetime requested for kubeconfig tokens;
+	// 0 means one year. Tokens are renewed at 80% of their lifetime.
+	TokenExpiration time.Duration
+}
+
+// BindFlags registers the options as flags on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.TargetClusterURL, "target-cluster-url", o.TargetClusterURL,
+		"API server URL written into kubeconfigs and SpaceRequest status.targetClusterURL (default: the API server this process talks to).")
+	fs.DurationVar(&o.TerminationTimeout, "termination-timeout", orDefault(o.TerminationTimeout, spacerequest.DefaultTerminationTimeout),
+		"How long a deleted SpaceRequest may stay Terminating before its Ready condition says UnableToTerminate.")
+	fs.DurationVar(&o.TokenExpiration, "token-expiration", orDefault(o.TokenExpiration, spacerequest.DefaultTokenExpiration),
+		"Lifetime requested for kubeconfig tokens (TokenRequest API, at least 10m); they are renewed at 80% of the granted lifetime.")
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// AddToManager registers the spacerequest-stub's reconciler with mgr.
+func AddToManager(mgr ctrl.Manager, o Options) error {
+	if mgr == nil {
+		return errors.New("spacerequest-stub: manager is nil")
+	}
+	cfg := mgr.GetConfig()
+	url := o.TargetClusterURL
+	if url == "" {
+		url = cfg.Host
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		data, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return fmt.Errorf("spacerequest-stub: reading the API server's CA bundle: %w", err)
+		}
+		ca = data
+	}
+	r := &spacerequest.Reconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Recorder:           mgr.GetEventRecorder(Component),
+		TargetClusterURL:   url,
+		CAData:             ca,
+		Insecure:           cfg.Insecure,
+		TerminationTimeout: orDefault(o.TerminationTimeout, spacerequest.DefaultTerminationTimeout),
+		TokenExpiration:    orDefault(o.TokenExpiration, spacerequest.DefaultTokenExpiration),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("spacerequest-stub: %w", err)
+	}
+	return nil
+}

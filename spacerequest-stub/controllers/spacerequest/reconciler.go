@@ -1,0 +1,636 @@
+// Package spacerequest is the spacerequest-stub's one reconciler: it serves a
+// SpaceRequest with a namespace, a ServiceAccount holding the edit ClusterRole
+// in that namespace only, and a kubeconfig Secret whose token comes from the
+// TokenRequest API; it reports the result in the SpaceRequest's Ready
+// condition and tears everything down again when the SpaceRequest is deleted.
+package spacerequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+)
+
+// Defaults of the reconciler's settings.
+const (
+	// DefaultTerminationTimeout is how long a deleted SpaceRequest reports
+	// Terminating before it reports UnableToTerminate.
+	DefaultTerminationTimeout = 2 * time.Minute
+	// DefaultTokenExpiration is the lifetime requested for kubeconfig tokens
+	// (one year). The stub requests a new one at 80% of the lifetime the API
+	// server actually granted (it may shorten it, see
+	// --service-account-max-token-expiration).
+	DefaultTokenExpiration = 365 * 24 * time.Hour
+	// MinTokenExpiration is the shortest lifetime the TokenRequest API accepts.
+	MinTokenExpiration = 10 * time.Minute
+	// foreignNamespaceRetry is how often the stub looks again at a namespace
+	// it cannot use because something else owns it (not the happy path:
+	// nothing the stub watches tells it when that is resolved).
+	foreignNamespaceRetry = time.Minute
+	// clusterRoleRetry is how often the stub looks again at an edit
+	// ClusterRole that grants nothing yet (not the happy path either).
+	clusterRoleRetry = 30 * time.Second
+)
+
+// Event reasons.
+const (
+	EventNamespaceCreated     = "NamespaceCreated"
+	EventCredentialsIssued    = "CredentialsIssued"
+	EventProvisioned          = "Provisioned"
+	EventProvisioningFailed   = "ProvisioningFailed"
+	EventTerminating          = "Terminating"
+	EventUnableToTerminate    = "UnableToTerminate"
+	EventTerminated           = "Terminated"
+	EventNamespaceNotOwned    = "NamespaceNotOwned"
+	EventNamespaceTerminating = "NamespaceTerminating"
+	EventClusterRoleNotReady  = "ClusterRoleNotReady"
+)
+
+// RBAC of this reconciler (least privilege), collected into the binary's
+// ClusterRole by controller-gen (make generate):
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/status,verbs=get;patch
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;bind,resourceNames=edit
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler serves SpaceRequests.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads Secrets directly from the API server, so that the stub
+	// caches no Secret contents.
+	APIReader client.Reader
+	// Recorder records events on SpaceRequests.
+	Recorder events.EventRecorder
+
+	// TargetClusterURL is the API server URL written into kubeconfigs and
+	// status.targetClusterURL.
+	TargetClusterURL string
+	// CAData is the PEM CA bundle written into kubeconfigs; empty means the
+	// system roots (or Insecure).
+	CAData []byte
+	// Insecure writes insecure-skip-tls-verify into kubeconfigs.
+	Insecure bool
+	// TerminationTimeout is how long deletion may take before the
+	// SpaceRequest reports UnableToTerminate.
+	TerminationTimeout time.Duration
+	// TokenExpiration is the token lifetime requested from the TokenRequest API.
+	TokenExpiration time.Duration
+
+	// now is the clock; nil means time.Now.
+	now func() time.Time
+}
+
+// SetupWithManager checks the reconciler's settings and registers it with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var errs []error
+	if r.Client == nil {
+		errs = append(errs, errors.New("spacerequest: Client is nil"))
+	}
+	if r.APIReader == nil {
+		errs = append(errs, errors.New("spacerequest: APIReader is nil"))
+	}
+	if r.Recorder == nil {
+		errs = append(errs, errors.New("spacerequest: Recorder is nil"))
+	}
+	if u, err := url.Parse(r.TargetClusterURL); err != nil || u.Scheme == "" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("spacerequest: target cluster URL %q is not an absolute URL", r.TargetClusterURL))
+	}
+	if r.TerminationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("spacerequest: termination timeout must be positive, got %s", r.TerminationTimeout))
+	}
+	if r.TokenExpiration < MinTokenExpiration {
+		errs = append(errs, fmt.Errorf("spacerequest: token expiration must be at least %s, got %s", MinTokenExpiration, r.TokenExpiration))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	managed := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[ManagedByLabel] == ManagedByValue
+	}))
+	toSpaceRequest := handler.EnqueueRequestsFromMapFunc(mapToSpaceRequest)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("spacerequest").
+		For(&toolchainv1alpha1.SpaceRequest{}).
+		// Only metadata of what the stub creates is cached: enough to notice
+		// that something changed or went away, and no Secret contents.
+		Owns(&corev1.Secret{}, builder.OnlyMetadata, managed).
+		Watches(&corev1.Namespace{}, toSpaceRequest, builder.OnlyMetadata, managed).
+		Watches(&corev1.ServiceAccount{}, toSpaceRequest, builder.OnlyMetadata, managed).
+		Watches(&rbacv1.RoleBinding{}, toSpaceRequest, builder.OnlyMetadata, managed).
+		Complete(r)
+}
+
+// mapToSpaceRequest maps an object the stub created to its SpaceRequest.
+func mapToSpaceRequest(_ context.Context, o client.Object) []reconcile.Request {
+	key := o.GetAnnotations()[SpaceRequestAnnotation]
+	ns, name, ok := splitKey(key)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+func splitKey(key string) (string, string, bool) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], i > 0 && i < len(key)-1
+		}
+	}
+	return "", "", false
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	sr *toolchainv1alpha1.SpaceRequest
+	// stop ends the list of phases early without an error (waiting).
+	stop bool
+	// skipStatus suppresses the deferred status patch (the object is gone
+	// or about to be).
+	skipStatus bool
+	// serviceAccountUID is the UID of the applied ServiceAccount.
+	serviceAccountUID types.UID
+}
+
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// Reconcile brings a SpaceRequest's namespace, credentials and status in line
+// with its existence.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := sr.Status.DeepCopy()
+	s := &scope{sr: sr}
+
+	defer func() {
+		if s.skipStatus {
+			return
+		}
+		if err := r.patchStatus(ctx, sr, before); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if !sr.DeletionTimestamp.IsZero() {
+		return doReconcile(ctx, s, []phase{
+			r.checkFinalizerPresent,
+			r.markTerminating,
+			r.deleteSecret,
+			r.deleteNamespace,
+			r.removeFinalizer,
+		})
+	}
+	res, err := doReconcile(ctx, s, []phase{
+		r.addFinalizer,
+		r.markProvisioningStarted,
+		r.checkClusterRole,
+		r.applyNamespace,
+		r.applyServiceAccount,
+		r.applyRoleBinding,
+		r.applyKubeconfigSecret,
+		r.markProvisioned,
+	})
+	if err != nil && !apierrors.IsConflict(err) {
+		// A conflict only means the cache was behind: retry quietly.
+		r.setReady(sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, err.Error())
+		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
+	}
+	return res, err
+}
+
+// doReconcile runs phases in order; it stops at the first error or at a
+// phase that sets s.stop, and returns the soonest requeue asked for.
+func doReconcile(ctx context.Context, s *scope, phases []phase) (ctrl.Result, error) {
+	var res ctrl.Result
+	for _, p := range phases {
+		r, err := p(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if r.RequeueAfter > 0 && (res.RequeueAfter == 0 || r.RequeueAfter < res.RequeueAfter) {
+			res.RequeueAfter = r.RequeueAfter
+		}
+		if s.stop {
+			break
+		}
+	}
+	return res, nil
+}
+
+// patchStatus writes the status computed by this reconcile, if it changed.
+// Only the stub writes SpaceRequest status.
+func (r *Reconciler) patchStatus(ctx context.Context, sr *toolchainv1alpha1.SpaceRequest, before *toolchainv1alpha1.SpaceRequestStatus) error {
+	base := sr.DeepCopy()
+	base.Status = *before
+	patch := client.MergeFrom(base)
+	data, err := patch.Data(sr)
+	if err != nil {
+		return err
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, sr, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching status of SpaceRequest %s: %w", Key(sr), err)
+	}
+	return nil
+}
+
+func (r *Reconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// setReady sets the Ready condition and the observed generation.
+func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.ConditionStatus, reason, message string) {
+	sr.Status.ObservedGeneration = sr.Generation
+	meta.SetStatusCondition(&sr.Status.Conditions, metav1.Condition{
+		Type:               toolchainv1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: sr.Generation,
+	})
+}
+
+func readyReason(sr *toolchainv1alpha1.SpaceRequest) string {
+	if c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// patchFinalizers writes a finalizer change, failing on a concurrent change
+// of the object so that no other writer's finalizer is lost.
+func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.SpaceRequest, mutate func(client.Object) bool) error {
+	base := sr.DeepCopy()
+	if !mutate(sr) {
+		return nil
+	}
+	return r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// --- provisioning phases ---
+
+func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	err := r.patchFinalizers(ctx, s.sr, func(o client.Object) bool {
+		return controllerutil.AddFinalizer(o, toolchainv1alpha1.Finalizer)
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) markProvisioningStarted(_ context.Context, s *scope) (ctrl.Result, error) {
+	if meta.FindStatusCondition(s.sr.Status.Conditions, toolchainv1alpha1.ConditionReady) == nil {
+		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning,
+			fmt.Sprintf("Creating namespace %s and its credentials", NamespaceName(s.sr)))
+	}
+	return ctrl.Result{}, nil
+}
+
+// checkClusterRole makes sure the edit ClusterRole grants something before
+// handing out credentials bound to it. Its rules are aggregated by
+// kube-controller-manager; on an API server without it (a bare envtest) the
+// role exists but is empty, and a kubeconfig bound to it could do nothing.
+func (r *Reconciler) checkClusterRole(ctx context.Context, s *scope) (ctrl.Result, error) {
+	role := &rbacv1.ClusterRole{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: EditClusterRole}, role)
+	var msg string
+	switch {
+	case apierrors.IsNotFound(err):
+		msg = fmt.Sprintf("ClusterRole %s does not exist", EditClusterRole)
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading ClusterRole %s: %w", EditClusterRole, err)
+	case len(role.Rules) == 0:
+		msg = fmt.Sprintf("ClusterRole %s grants no permissions yet (kube-controller-manager aggregates its rules); waiting", EditClusterRole)
+	default:
+		return ctrl.Result{}, nil
+	}
+	if !conditionMessageIs(s.sr, msg) {
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventClusterRoleNotReady, "Provision", "%s", msg)
+	}
+	r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, msg)
+	s.stop = true
+	return ctrl.Result{RequeueAfter: clusterRoleRetry}, nil
+}
+
+func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	name := NamespaceName(s.sr)
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading namespace %s: %w", name, err)
+	case existing.Annotations[SpaceRequestAnnotation] != Key(s.sr):
+		// Never take over a namespace someone else made.
+		msg := fmt.Sprintf("Namespace %s already exists and was not created for this SpaceRequest", name)
+		if readyReason(s.sr) != toolchainv1alpha1.ReasonProvisioning || !conditionMessageIs(s.sr, msg) {
+			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventNamespaceNotOwned, "Provision", "%s", msg)
+		}
+		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, msg)
+		log.Info("namespace exists and belongs to something else", "namespace", name,
+			"owner", existing.Annotations[SpaceRequestAnnotation])
+		s.stop = true
+		return ctrl.Result{RequeueAfter: foreignNamespaceRetry}, nil
+	case !existing.DeletionTimestamp.IsZero():
+		// Left over from an earlier SpaceRequest of the same name: wait for
+		// it to go; its deletion event brings the stub back here.
+		msg := fmt.Sprintf("Namespace %s is still terminating from an earlier SpaceRequest; waiting for it to go", name)
+		if !conditionMessageIs(s.sr, msg) {
+			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceTerminating, "Provision", "%s", msg)
+		}
+		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, msg)
+		s.stop = true
+		return ctrl.Result{}, nil
+	}
+
+	ns := corev1ac.Namespace(name).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
+	if err := r.Client.Apply(ctx, ns, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying namespace %s: %w", name, err)
+	}
+	if apierrors.IsNotFound(err) {
+		log.Info("created namespace", "namespace", name)
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
+	}
+	return ctrl.Result{}, nil
+}
+
+func conditionMessageIs(sr *toolchainv1alpha1.SpaceRequest, msg string) bool {
+	c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady)
+	return c != nil && c.Message == msg
+}
+
+func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ns := NamespaceName(s.sr)
+	sa := corev1ac.ServiceAccount(ServiceAccountName, ns).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
+	if err := r.Client.Apply(ctx, sa, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+	}
+	s.serviceAccountUID = ptr.Deref(sa.UID, "")
+	if s.serviceAccountUID == "" {
+		return ctrl.Result{}, fmt.Errorf("applying ServiceAccount %s/%s: the API server returned no UID", ns, ServiceAccountName)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ns := NamespaceName(s.sr)
+	rb := rbacv1ac.RoleBinding(RoleBindingName, ns).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)}).
+		WithRoleRef(rbacv1ac.RoleRef().
+			WithAPIGroup(rbacv1.GroupName).
+			WithKind("ClusterRole").
+			WithName(EditClusterRole)).
+		WithSubjects(rbacv1ac.Subject().
+			WithKind(rbacv1.ServiceAccountKind).
+			WithName(ServiceAccountName).
+			WithNamespace(ns))
+	if err := r.Client.Apply(ctx, rb, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyKubeconfigSecret writes the kubeconfig Secret, with a new token when
+// there is none yet, when it is due for refresh, or when anything it was
+// built from changed. Otherwise it only schedules the next refresh.
+func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	ns := NamespaceName(s.sr)
+	name := SecretName(s.sr)
+	credHash := hashOf(r.TargetClusterURL, string(r.CAData), fmt.Sprint(r.Insecure), ns, ServiceAccountName, string(s.serviceAccountUID))
+	now := r.clock()
+
+	existing := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
+	case existing.Annotations[SpaceRequestAnnotation] != Key(s.sr):
+		return ctrl.Result{}, fmt.Errorf("secret %s/%s exists and was not created for this SpaceRequest", s.sr.Namespace, name)
+	default:
+		refreshAt, perr := time.Parse(time.RFC3339, existing.Annotations[TokenRefreshAtAnnotation])
+		if perr == nil && now.Before(refreshAt) &&
+			existing.Annotations[CredentialsHashAnnotation] == credHash &&
+			len(existing.Data[toolchainv1alpha1.AdminKubeconfigKey]) > 0 {
+			return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
+		}
+	}
+
+	tr := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(r.TokenExpiration / time.Second))},
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ServiceAccountName}}
+	if err := r.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return ctrl.Result{}, fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+	}
+	expires := tr.Status.ExpirationTimestamp.Time
+	lifetime := expires.Sub(now)
+	if lifetime <= 0 {
+		return ctrl.Result{}, fmt.Errorf("the token issued for ServiceAccount %s/%s already expired at %s", ns, ServiceAccountName, expires)
+	}
+	refreshAt := now.Add(lifetime * 4 / 5)
+
+	kubeconfig, err := r.kubeconfig(ns, tr.Status.Token)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	secret := corev1ac.Secret(name, s.sr.Namespace).
+		WithType(corev1.SecretTypeOpaque).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{
+			SpaceRequestAnnotation:    Key(s.sr),
+			TokenRefreshAtAnnotation:  refreshAt.UTC().Format(time.RFC3339),
+			TokenExpiresAtAnnotation:  expires.UTC().Format(time.RFC3339),
+			CredentialsHashAnnotation: credHash,
+		}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(toolchainv1alpha1.SchemeGroupVersion.String()).
+			WithKind("SpaceRequest").
+			WithName(s.sr.Name).
+			WithUID(s.sr.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithData(map[string][]byte{toolchainv1alpha1.AdminKubeconfigKey: kubeconfig})
+	if err := r.Client.Apply(ctx, secret, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying Secret %s/%s: %w", s.sr.Namespace, name, err)
+	}
+	log.Info("issued kubeconfig", "secret", name, "namespace", ns, "tokenExpiresAt", expires, "refreshAt", refreshAt)
+	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventCredentialsIssued, "Provision",
+		"Issued a kubeconfig for namespace %s in Secret %s (token expires %s)", ns, name, expires.UTC().Format(time.RFC3339))
+	return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
+}
+
+// kubeconfig builds a kubeconfig for the namespace's ServiceAccount.
+func (r *Reconciler) kubeconfig(namespace, token string) ([]byte, error) {
+	const name = "spacerequest"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   r.TargetClusterURL,
+		CertificateAuthorityData: r.CAData,
+		InsecureSkipTLSVerify:    r.Insecure,
+	}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: namespace}
+	cfg.CurrentContext = name
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding kubeconfig: %w", err)
+	}
+	return data, nil
+}
+
+func (r *Reconciler) markProvisioned(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ns := NamespaceName(s.sr)
+	s.sr.Status.TargetClusterURL = r.TargetClusterURL
+	s.sr.Status.NamespaceAccess = []toolchainv1alpha1.NamespaceAccess{{Name: ns, SecretRef: SecretName(s.sr)}}
+	wasReady := meta.IsStatusConditionTrue(s.sr.Status.Conditions, toolchainv1alpha1.ConditionReady)
+	r.setReady(s.sr, metav1.ConditionTrue, toolchainv1alpha1.ReasonProvisioned,
+		fmt.Sprintf("Namespace %s is ready; Secret %s holds a kubeconfig with edit rights in it", ns, SecretName(s.sr)))
+	if !wasReady {
+		ctrl.LoggerFrom(ctx).Info("provisioned", "namespace", ns, "secret", SecretName(s.sr))
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventProvisioned, "Provision",
+			"Namespace %s is ready; Secret %s holds its kubeconfig", ns, SecretName(s.sr))
+	}
+	return ctrl.Result{}, nil
+}
+
+// --- deletion phases ---
+
+func (r *Reconciler) checkFinalizerPresent(_ context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.sr, toolchainv1alpha1.Finalizer) {
+		// Not (or no longer) the stub's to clean up.
+		s.stop, s.skipStatus = true, true
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) markTerminating(ctx context.Context, s *scope) (ctrl.Result, error) {
+	switch readyReason(s.sr) {
+	case toolchainv1alpha1.ReasonTerminating, toolchainv1alpha1.ReasonUnableToTerminate:
+		return ctrl.Result{}, nil
+	}
+	ns := NamespaceName(s.sr)
+	ctrl.LoggerFrom(ctx).Info("terminating", "namespace", ns)
+	r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonTerminating,
+		fmt.Sprintf("Deleting namespace %s and Secret %s", ns, SecretName(s.sr)))
+	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventTerminating, "Terminate",
+		"Deleting namespace %s and Secret %s", ns, SecretName(s.sr))
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) deleteSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	name := SecretName(s.sr)
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) || (err == nil && secret.Annotations[SpaceRequestAnnotation] != Key(s.sr)) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
+	}
+	if err := r.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting Secret %s/%s: %w", s.sr.Namespace, name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted kubeconfig Secret", "secret", name)
+	return ctrl.Result{}, nil
+}
+
+// deleteNamespace deletes the namespace and waits for it to go; after the
+// termination timeout it reports UnableToTerminate and keeps waiting. The
+// namespace's deletion event brings the stub back, so nothing polls.
+func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	name := NamespaceName(s.sr)
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) || (err == nil && ns.Annotations[SpaceRequestAnnotation] != Key(s.sr)) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	if ns.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting namespace %s: %w", name, err)
+		}
+		log.Info("deleting namespace", "namespace", name)
+	}
+
+	s.stop = true
+	elapsed := r.clock().Sub(s.sr.DeletionTimestamp.Time)
+	if elapsed < r.TerminationTimeout {
+		return ctrl.Result{RequeueAfter: r.TerminationTimeout - elapsed}, nil
+	}
+	if readyReason(s.sr) != toolchainv1alpha1.ReasonUnableToTerminate {
+		msg := fmt.Sprintf("Namespace %s is still terminating %s after the SpaceRequest was deleted", name, r.TerminationTimeout)
+		log.Info("unable to terminate", "namespace", name, "timeout", r.TerminationTimeout)
+		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonUnableToTerminate, msg)
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventUnableToTerminate, "Terminate", "%s", msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	err := r.patchFinalizers(ctx, s.sr, func(o client.Object) bool {
+		return controllerutil.RemoveFinalizer(o, toolchainv1alpha1.Finalizer)
+	})
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	s.skipStatus = true
+	ctrl.LoggerFrom(ctx).Info("terminated", "namespace", NamespaceName(s.sr))
+	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventTerminated, "Terminate",
+		"Namespace %s is gone; released the SpaceRequest", NamespaceName(s.sr))
+	return ctrl.Result{}, nil
+}
