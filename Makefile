@@ -178,6 +178,10 @@ kind-down: ## Delete the kind cluster.
 test: build-control-plane build ## Run every module's tests against a real kube-apiserver and etcd (e2e runs the built binaries).
 	@for m in $(MODULES); do echo "go test: $$m"; (cd $$m && go test $(TEST_FLAGS) ./...); done
 
+.PHONY: test-local-env
+test-local-env: build-control-plane build ## Smoke-test the local environment (make up, a claim provisioned end to end, make down).
+	hack/local-env-smoke.sh
+
 ##@ Tools
 
 $(CONTROLLER_GEN):
