@@ -119,6 +119,10 @@ build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager i
 up: build-control-plane build ## Start the local environment: control plane + every controller as its own process (.local/).
 	hack/local-env.sh up
 
+.PHONY: demo
+demo: up ## On top of make up: apply examples/ and follow them until every job finished and every claim is bound.
+	hack/demo.sh
+
 .PHONY: down
 down: ## Stop exactly what `make up` started.
 	hack/local-env.sh down
