@@ -1,12 +1,24 @@
-// Command execution-controller reconciles Executions into ordered DeployItems and enforces the deploy-item pickup, progressing and abort timeouts.
-//
-// Its reconcilers arrive with the execution-controller issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command execution-controller reconciles Executions into ordered DeployItems
+// and enforces the deploy-item pickup, progressing and abort timeouts on every
+// DeployItem. See README.md for flags and behaviour.
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/execution-controller/controllers"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+)
 
 func main() {
-	app.Main("execution-controller", app.Setup{})
+	opts := controllers.DefaultOptions()
+	app.Main("execution-controller", app.Setup{
+		BindFlags: opts.BindFlags,
+		Register: func(ctx context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			return controllers.AddToManager(ctx, mgr, opts)
+		},
+	})
 }

@@ -1,12 +1,23 @@
-// Command installation-controller reconciles Installations: jobs, blueprints, imports and exports, sub-installations.
-//
-// Its reconcilers arrive with the installation-controller issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command installation-controller reconciles Installations: jobs, blueprints,
+// imports and exports, sub-installations.
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+)
 
 func main() {
-	app.Main("installation-controller", app.Setup{})
+	app.Main("installation-controller", app.Setup{
+		Register: func(ctx context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			// The manager already applies the shared controller defaults
+			// (concurrency, panic recovery).
+			return installation.AddToManager(ctx, mgr, installation.Options{})
+		},
+	})
 }

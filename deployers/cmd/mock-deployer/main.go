@@ -1,12 +1,35 @@
-// Command mock-deployer finishes DeployItems of type landscaper.gardener.cloud/mock in the phase their configuration names.
-//
-// Its reconcilers arrive with the deployers issue; until then the binary
-// starts a manager, serves /healthz, /readyz and /metrics, and registers no
-// controller.
+// Command mock-deployer finishes DeployItems of type landscaper.gardener.cloud/mock
+// in the phase their configuration names (see package deployers/mock).
 package main
 
-import "github.com/terrace-dev/terrace/kit/app"
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terrace-dev/terrace/deployers/internal/cmdutil"
+	"github.com/terrace-dev/terrace/deployers/mock"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+)
+
+// version is status.deployer.version; set at build time with
+// -ldflags "-X main.version=<version>".
+var version = "dev"
+
+const name = "mock-deployer"
 
 func main() {
-	app.Main("mock-deployer", app.Setup{})
+	var f cmdutil.Flags
+	app.Main(name, app.Setup{
+		BindFlags: func(fs *pflag.FlagSet) { f.Bind(fs) },
+		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
+			id, sel, err := f.Resolve(name)
+			if err != nil {
+				return err
+			}
+			return mock.AddToManager(mgr, mock.Options{Name: name, Identity: id, Version: version, TargetSelector: sel})
+		},
+	})
 }

@@ -1,0 +1,65 @@
+// Package lib is the deployer contract of seeds 001 and 003 and the brief's
+// "Deploy items and jobs" decisions, implemented once so that a deployer is
+// little more than an implementation of Deployer.
+//
+// # What the library does for a deployer
+//
+// Reconciler (register it with AddToManager) watches only the DeployItems of
+// Options.Type: it runs its own informer with the field selector
+// spec.type=<type> (spec.type is a selectable field of the CRD), so items of
+// other types are neither cached nor wake the deployer. Per reconcile it
+// follows seed 003's flow:
+//
+//  1. Start hooks.
+//  2. Responsibility: the item's type, and the item's Target must match the
+//     deployer's TargetSelector (annotations and labels). An item without a
+//     Target, or whose Target is missing or in another namespace, counts as
+//     having a Target without annotations and labels, so the deployer of the
+//     default environment takes it (and fails it with a configuration error).
+//     DuringResponsibilityCheck hooks may overrule the result (ANDed). An
+//     item the deployer is not responsible for is never written to.
+//     AfterResponsibilityCheck hooks. A spec.context other than "default"
+//     must name an existing Context.
+//  3. Contract: a job starts when (a) status.jobID != status.jobIDFinished
+//     (the execution handed over a job; while in a job, only together with a
+//     fresh reconcile-time annotation), (b) operation: reconcile is set (the
+//     annotation is removed and a fresh job ID written), (c) the item has no
+//     managing execution and metadata.generation != status.observedGeneration,
+//     or (d) operation: force-reconcile is set on a finished item. Starting
+//     removes reconcile-time, sets phase Init, lastReconcileTime,
+//     observedGeneration, status.deployer and the finalizer, writes, and ends
+//     the reconcile; the status event starts the next one.
+//  4. Should reconcile: only items in a job (Init, Progressing, Deleting),
+//     being deleted, or carrying operation abort/force-reconcile. A non-nil
+//     ShouldReconcile hook result with AbortReconcile false forces a reconcile
+//     (e.g. periodic re-apply); true cannot stop a needed one.
+//  5. BeforeAnyReconcile hooks, then exactly one of: Abort (operation: abort;
+//     ends Failed with reason Aborted), ForceReconcile, Delete (deletion
+//     timestamp; skipped with delete-without-uninstall: "true"), Reconcile —
+//     each after its Before* hooks.
+//  6. End hooks.
+//
+// A job ends with a final phase and status.jobIDFinished = status.jobID in
+// the same status write. Errors become lastError (operation, reason, message,
+// codes, times): an *Error with ERR_CONFIGURATION_PROBLEM (or Permanent) ends
+// the job Failed at once; other errors are retried with exponential back-off
+// (1s doubling to 1m) and the job fails once the item's timeout (spec.timeout,
+// default Options.DefaultTimeout = 10m; "none" disables it) has passed since
+// lastReconcileTime.
+//
+// # Writes and field ownership
+//
+// Each reconcile makes at most one status write: a JSON merge patch holding
+// only the status fields that changed, with field manager Options.Name, so
+// fields other controllers own (status.jobID of the execution controller)
+// are never rewritten from a stale copy. Metadata changes (removing the
+// operation / reconcile-time / abort-time annotations, the finalizer) follow
+// as a second, metadata-only merge patch with a resourceVersion
+// precondition, so a value written meanwhile (a new operation annotation) is
+// never removed by mistake. The status write precedes the metadata write,
+// so a crash in between never loses a started job.
+//
+// Every phase transition and every error is recorded as a Kubernetes Event on
+// the item (reasons: JobStarted, Progressing, Succeeded, Deleting, Aborted,
+// ReconcileFailed, DeleteFailed, InvalidConfiguration, …).
+package lib

@@ -1,0 +1,86 @@
+package lib
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// patch writes what the reconcile changed: first the status (one merge patch
+// with only the changed status fields), then the metadata (annotation
+// removals and finalizer, with a resourceVersion precondition).
+func (r *Reconciler) patch(ctx context.Context, s *scope) error {
+	owner := client.FieldOwner(r.opts.Name)
+	latest := s.orig
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.item.Status) {
+		obj := s.orig.DeepCopy()
+		obj.Status = s.item.Status
+		err := r.client.Status().Patch(ctx, obj, client.MergeFrom(s.orig), owner)
+		if apierrors.IsInvalid(err) {
+			// The API server refuses the status (e.g. a provider status the
+			// schema rejects). Retrying would only repeat that: end the job
+			// Failed with the refusal as lastError, keeping the old provider status.
+			s.log.Error(err, "status refused by the API server; failing the job")
+			obj = s.orig.DeepCopy()
+			obj.Status = *s.item.Status.DeepCopy()
+			obj.Status.ProviderStatus = s.orig.Status.ProviderStatus
+			obj.Status.ExportReference = s.orig.Status.ExportReference
+			obj.Status.Phase = lsv1alpha1.PhaseFailed
+			obj.Status.JobIDFinished = obj.Status.JobID
+			now := metav1.NewTime(r.now())
+			obj.Status.LastError = &lsv1alpha1.Error{
+				Operation: OperationReconcile, Reason: ReasonStatusWriteFailed,
+				Message: "the API server refused the deploy item's status: " + err.Error(),
+				Codes:   []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem}, LastTransitionTime: now, LastUpdateTime: now,
+			}
+			r.event(s, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", obj.Status.LastError.Message)
+			err = r.client.Status().Patch(ctx, obj, client.MergeFrom(s.orig), owner)
+		}
+		if err != nil {
+			return fmt.Errorf("writing status of deploy item: %w", err)
+		}
+		if s.orig.Status.Phase != s.item.Status.Phase {
+			s.log.Info("phase changed", "from", s.orig.Status.Phase, "to", s.item.Status.Phase, "jobID", s.item.Status.JobID, "jobIDFinished", s.item.Status.JobIDFinished)
+		}
+		latest = obj
+	}
+
+	base := latest.DeepCopy()
+	obj := latest.DeepCopy()
+	changed := false
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(s.removeAnnotations))) {
+		if _, ok := obj.Annotations[k]; ok {
+			delete(obj.Annotations, k)
+			changed = true
+		}
+	}
+	finalizers := false
+	if s.addFinalizer && obj.DeletionTimestamp == nil {
+		finalizers = controllerutil.AddFinalizer(obj, lsv1alpha1.Finalizer) || finalizers
+	}
+	if s.removeFinalizer {
+		finalizers = controllerutil.RemoveFinalizer(obj, lsv1alpha1.Finalizer) || finalizers
+	}
+	if !changed && !finalizers {
+		return nil
+	}
+	// Always with a resourceVersion precondition: a merge patch replaces the
+	// whole finalizer list, and removing an annotation must not remove a value
+	// somebody wrote after our read (a new operation: reconcile replacing the
+	// force-reconcile we are done with). A conflict requeues the item, and
+	// the next reconcile sees the new value.
+	p := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, obj, p, client.FieldOwner(r.opts.Name)); err != nil {
+		return fmt.Errorf("writing metadata of deploy item: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,783 @@
+package lib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// The deployer library reads and writes deploy items, reads Targets, and
+// records Events. Deployers add their own markers.
+//
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems/status,verbs=get;patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets;contexts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+var tracer = otel.Tracer("github.com/terrace-dev/terrace/deployers/lib")
+
+const (
+	// targetIndex indexes cached items by "<namespace>/<spec.target.name>".
+	targetIndex = "terrace.dev/target"
+	// typeField is the CRD's selectable field the item informer filters on.
+	typeField = "spec.type"
+
+	minBackoff = time.Second
+	maxBackoff = time.Minute
+)
+
+// Reconciler implements the deployer contract for one Deployer.
+type Reconciler struct {
+	opts     Options
+	deployer Deployer
+	hooks    extension.ReconcileExtensionHooks
+	// items is the informer cache holding only items of opts.Type.
+	items    cache.Cache
+	client   client.Client
+	recorder recorder.EventRecorder
+	now      func() time.Time
+}
+
+// cacheRunnable makes the manager start the item cache with its other caches,
+// before any controller.
+type cacheRunnable struct{ cache.Cache }
+
+func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
+
+// AddToManager builds a Reconciler for d and registers it with mgr.
+func AddToManager(mgr ctrl.Manager, d Deployer, opts Options) error {
+	r, err := New(mgr, d, opts)
+	if err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr)
+}
+
+// New builds a Reconciler. It creates the type-filtered item cache and adds it
+// to mgr; call SetupWithManager to start reconciling.
+func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
+	if mgr == nil {
+		return nil, errors.New("deployer: manager must not be nil")
+	}
+	if d == nil {
+		return nil, errors.New("deployer: Deployer must not be nil")
+	}
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	// A field selector on spec.type (a selectable field of the CRD) keeps other
+	// deployers' items out of this process entirely: not cached, no events.
+	var namespaces map[string]cache.Config
+	if len(opts.Namespaces) > 0 {
+		namespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	items, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		HTTPClient:        mgr.GetHTTPClient(),
+		DefaultNamespaces: namespaces,
+		ByObject: map[client.Object]cache.ByObject{
+			&lsv1alpha1.DeployItem{}: {Field: fields.OneTermEqualSelector(typeField, opts.Type)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deployer %s: creating item cache: %w", opts.Name, err)
+	}
+	if err := items.IndexField(context.Background(), &lsv1alpha1.DeployItem{}, targetIndex, func(o client.Object) []string {
+		di, ok := o.(*lsv1alpha1.DeployItem)
+		if !ok || di.Spec.Target == nil {
+			return nil
+		}
+		return []string{di.Namespace + "/" + di.Spec.Target.Name}
+	}); err != nil {
+		return nil, fmt.Errorf("deployer %s: indexing items by target: %w", opts.Name, err)
+	}
+	if err := mgr.Add(cacheRunnable{items}); err != nil {
+		return nil, fmt.Errorf("deployer %s: adding item cache: %w", opts.Name, err)
+	}
+	hooks := d.ExtensionHooks()
+	if hooks == nil {
+		hooks = extension.ReconcileExtensionHooks{}
+	}
+	return &Reconciler{
+		opts:     opts,
+		deployer: d,
+		hooks:    hooks,
+		items:    items,
+		client:   mgr.GetClient(),
+		recorder: mgr.GetEventRecorder(opts.Name),
+		now:      time.Now,
+	}, nil
+}
+
+// Options returns the effective options (defaults applied).
+func (r *Reconciler) Options() Options { return r.opts }
+
+// SetupWithManager registers the controller: deploy items of the deployer's
+// type (from the filtered cache), and Targets (mapped to the items naming them,
+// so an item waiting for its Target — or for a selector to match — moves).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r == nil || r.items == nil || r.deployer == nil || r.client == nil {
+		return errors.New("deployer: reconciler not built by lib.New")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.opts.Name).
+		WithOptions(controller.Options{
+			// Tests (and the benchmark) start several managers with the same
+			// deployer in one process; the name only labels metrics and logs.
+			SkipNameValidation: ptr.To(true),
+		}).
+		WatchesRawSource(source.Kind(r.items, &lsv1alpha1.DeployItem{},
+			&handler.TypedEnqueueRequestForObject[*lsv1alpha1.DeployItem]{}, relevantChange())).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &lsv1alpha1.Target{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.itemsForTarget))).
+		Complete(r)
+}
+
+// relevantChange lets through the updates the contract reacts to and drops
+// the rest, notably the deployer's own lastError/providerStatus writes, so a
+// changing error message cannot turn into a hot loop. Phase changes pass:
+// the Init write of a job start triggers the reconcile that does the work.
+func relevantChange() predicate.TypedPredicate[*lsv1alpha1.DeployItem] {
+	return predicate.TypedFuncs[*lsv1alpha1.DeployItem]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*lsv1alpha1.DeployItem]) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.Generation != n.Generation ||
+				!mapsEqual(o.Annotations, n.Annotations) ||
+				!mapsEqual(o.Labels, n.Labels) ||
+				!ptr.Equal(o.DeletionTimestamp, n.DeletionTimestamp) ||
+				o.Status.JobID != n.Status.JobID ||
+				o.Status.JobIDFinished != n.Status.JobIDFinished ||
+				o.Status.Phase != n.Status.Phase
+		},
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Reconciler) itemsForTarget(ctx context.Context, t *lsv1alpha1.Target) []reconcile.Request {
+	var list lsv1alpha1.DeployItemList
+	if err := r.items.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingFields{targetIndex: t.Namespace + "/" + t.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing deploy items for target", "target", client.ObjectKeyFromObject(t))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+type requestKey struct{}
+
+// RequestFromContext returns the deploy item a reconcile is for. Hooks of type
+// Start, which get no item, use it to tell reconciles apart.
+func RequestFromContext(ctx context.Context) (reconcile.Request, bool) {
+	req, ok := ctx.Value(requestKey{}).(reconcile.Request)
+	return req, ok
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	log    logr.Logger
+	orig   *lsv1alpha1.DeployItem
+	item   *lsv1alpha1.DeployItem
+	target *lsv1alpha1.Target
+	// targetErr is a problem with the item's Target, reported when the job runs.
+	targetErr error
+
+	removeAnnotations []string
+	addFinalizer      bool
+	removeFinalizer   bool
+
+	// hookResult aggregates the results of every hook type run so far.
+	hookResult *extension.HookResult
+	// result is the deployer's requeue request.
+	result reconcile.Result
+}
+
+// Reconcile runs the contract for one item. See the package documentation.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("deployer", r.opts.Name, "type", r.opts.Type)
+	ctx = context.WithValue(ctrl.LoggerInto(ctx, log), requestKey{}, req)
+	s := &scope{log: log}
+
+	// 1. Start hooks: no item, no target.
+	if stop, err := r.runHooks(ctx, s, extension.StartHook); err != nil || stop {
+		return s.finalResult(), err
+	}
+
+	item := &lsv1alpha1.DeployItem{}
+	if err := r.items.Get(ctx, req.NamespacedName, item); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s.orig, s.item = item, item.DeepCopy()
+
+	// Continue the trace of the job that handed the item over (the execution
+	// controller writes its span context into the item), so one job is one
+	// trace across binaries. A no-op while tracing is off.
+	ctx = tracing.Extract(ctx, item.Annotations)
+	ctx, span := tracer.Start(ctx, "deployer.Reconcile", trace.WithAttributes(
+		attribute.String("deployer", r.opts.Name),
+		attribute.String("deployitem", req.String()),
+		attribute.String("jobID", item.Status.JobID),
+	))
+	defer func() {
+		if retErr != nil {
+			span.RecordError(retErr)
+			span.SetStatus(codes.Error, retErr.Error())
+		}
+		span.SetAttributes(attribute.String("phase", string(s.item.Status.Phase)))
+		span.End()
+	}()
+
+	// 2. Responsibility. Nothing is written before it is established.
+	responsible, err := r.checkResponsibility(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if hr, err := r.hooks.ExecuteHooks(ctx, log, s.item, s.target, extension.DuringResponsibilityCheckHook); err != nil {
+		return reconcile.Result{}, err
+	} else if hr != nil {
+		s.hookResult = extension.AggregateHookResults(extension.DuringResponsibilityCheckHook, s.hookResult, hr)
+		responsible = !hr.AbortReconcile
+	}
+	if !responsible {
+		log.V(1).Info("not responsible for deploy item")
+		return s.finalResult(), nil
+	}
+	if s.targetErr == nil {
+		if s.targetErr, err = r.checkContext(ctx, s.item); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if stop, err := r.runHooks(ctx, s, extension.AfterResponsibilityCheckHook); err != nil || stop {
+		return s.finalResult(), err
+	}
+
+	// From here on every change to the item is written once, at the end.
+	defer func() {
+		if err := r.patch(ctx, s); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				// Someone else changed the item meanwhile; the watch brings it back.
+				log.V(1).Info("deploy item changed while reconciling; retrying", "error", err.Error())
+				s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: minBackoff})
+				return
+			}
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	res, err := r.doReconcile(ctx, s)
+	return res, err
+}
+
+// doReconcile runs the phases after responsibility: contract, should-reconcile,
+// the deployer operation, End hooks.
+func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Result, error) {
+	// 3. Contract: annotations, job IDs, generation.
+	if started := r.handleContract(s); started {
+		r.event(s, corev1.EventTypeNormal, ReasonJobStarted, "started job %s", s.item.Status.JobID)
+		return s.finalResult(), nil
+	}
+
+	// 4. Should reconcile.
+	should := r.shouldReconcile(s)
+	forced := false
+	hr, err := r.hooks.ExecuteHooks(ctx, s.log, s.item, s.target, extension.ShouldReconcileHook)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if hr != nil {
+		s.hookResult = extension.AggregateHookResults(extension.ShouldReconcileHook, s.hookResult, hr)
+		if !hr.AbortReconcile && !should {
+			should, forced = true, true
+		}
+	}
+	if !should {
+		r.dropStaleAnnotations(s)
+		return s.finalResult(), nil
+	}
+
+	// 5. Exactly one operation.
+	if stop, err := r.runHooks(ctx, s, extension.BeforeAnyReconcileHook); err != nil || stop {
+		return s.finalResult(), err
+	}
+	var (
+		stop  bool
+		opErr error
+	)
+	switch op := lsv1alpha1.Operation(s.item.Annotations[lsv1alpha1.OperationAnnotation]); {
+	case op == lsv1alpha1.OperationAbort:
+		stop, opErr = r.runAbort(ctx, s)
+	case op == lsv1alpha1.OperationForceReconcile:
+		stop, opErr = r.runReconcile(ctx, s, extension.BeforeForceReconcileHook, false)
+	case s.item.DeletionTimestamp != nil:
+		stop, opErr = r.runDelete(ctx, s)
+	default:
+		stop, opErr = r.runReconcile(ctx, s, extension.BeforeReconcileHook, forced)
+	}
+	if opErr != nil || stop {
+		// A Before* hook ended the reconcile (or failed): no End hooks.
+		return s.finalResult(), opErr
+	}
+
+	// 6. End hooks.
+	if _, err := r.runHooks(ctx, s, extension.EndHook); err != nil {
+		return reconcile.Result{}, err
+	}
+	return s.finalResult(), nil
+}
+
+// runHooks executes the hooks of type ht, folds their result into the
+// reconcile's and reports whether they asked to end the reconcile.
+func (r *Reconciler) runHooks(ctx context.Context, s *scope, ht extension.HookType) (bool, error) {
+	hr, err := r.hooks.ExecuteHooks(ctx, s.log, s.item, s.target, ht)
+	if err != nil {
+		if s.item != nil {
+			r.event(s, corev1.EventTypeWarning, OperationHook, "%v", err)
+		}
+		return true, err
+	}
+	if hr == nil {
+		return false, nil
+	}
+	s.hookResult = extension.AggregateHookResults(ht, s.hookResult, hr)
+	return hr.AbortReconcile, nil
+}
+
+// finalResult merges the hooks' result with the deployer's requeue request.
+func (s *scope) finalResult() reconcile.Result {
+	res := s.result
+	if s.hookResult != nil {
+		res = extension.MinRequeue(res, s.hookResult.ReconcileResult)
+	}
+	return res
+}
+
+// checkResponsibility resolves the item's Target and decides whether this
+// deployer serves the item. Target problems of an item the deployer serves
+// are kept in s.targetErr and fail the job later, so they are reported.
+func (r *Reconciler) checkResponsibility(ctx context.Context, s *scope) (bool, error) {
+	if s.item.Spec.Type != r.opts.Type {
+		return false, nil
+	}
+	// An item without a (readable) Target is served as if its Target had no
+	// annotations and labels: the deployer of the default environment (no
+	// selector, or one like "!landscaper.gardener.cloud/environment") reports
+	// the problem, deployers of fenced environments stay silent.
+	selective := !r.opts.TargetSelector.Matches(&lsv1alpha1.Target{})
+	ref := s.item.Spec.Target
+	if ref == nil {
+		if r.opts.TargetType != "" {
+			s.targetErr = ConfigError(ReasonTargetNotFound, "spec.target: deploy items of type %s need a Target of type %s", r.opts.Type, r.opts.TargetType)
+		}
+		return !selective, nil
+	}
+	if ref.Namespace != "" && ref.Namespace != s.item.Namespace {
+		s.targetErr = ConfigError(ReasonTargetNamespace, "spec.target: Target %s/%s is in another namespace than the deploy item (%s); only Targets in the item's own namespace may be used", ref.Namespace, ref.Name, s.item.Namespace)
+		return !selective, nil
+	}
+	target := &lsv1alpha1.Target{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: s.item.Namespace, Name: ref.Name}, target); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("reading Target %s/%s: %w", s.item.Namespace, ref.Name, err)
+		}
+		s.targetErr = ConfigError(ReasonTargetNotFound, "spec.target: Target %s/%s not found", s.item.Namespace, ref.Name)
+		return !selective, nil
+	}
+	if !r.opts.TargetSelector.Matches(target) {
+		return false, nil
+	}
+	s.target = target
+	if r.opts.TargetType != "" && target.Spec.Type != r.opts.TargetType {
+		s.targetErr = ConfigError(ReasonTargetType, "Target %s/%s has type %q; deploy items of type %s need type %q", target.Namespace, target.Name, target.Spec.Type, r.opts.Type, r.opts.TargetType)
+	}
+	return true, nil
+}
+
+// checkContext verifies that the item's Context exists; a missing Context
+// named "default" counts as empty (the brief), any other is a configuration error.
+func (r *Reconciler) checkContext(ctx context.Context, di *lsv1alpha1.DeployItem) (configErr, err error) {
+	name := di.Spec.Context
+	if name == "" || name == lsv1alpha1.DefaultContextName {
+		return nil, nil
+	}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: di.Namespace, Name: name}, &lsv1alpha1.Context{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ConfigError(ReasonContextNotFound, "spec.context: Context %s/%s not found", di.Namespace, name), nil
+		}
+		return nil, fmt.Errorf("reading Context %s/%s: %w", di.Namespace, name, err)
+	}
+	return nil, nil
+}
+
+func inJob(p lsv1alpha1.Phase) bool {
+	return p == lsv1alpha1.PhaseInit || p == lsv1alpha1.PhaseProgressing || p == lsv1alpha1.PhaseDeleting
+}
+
+// handleContract applies the start conditions of the brief. It reports
+// whether a job was started (the reconcile then ends after writing it).
+func (r *Reconciler) handleContract(s *scope) bool {
+	di := s.item
+	if di.DeletionTimestamp != nil {
+		// Deletion is handled by the Delete step; a pending reconcile-time is
+		// moot then, and removing it keeps the pickup timeout from firing.
+		if _, ok := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]; ok {
+			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
+		}
+		// operation: reconcile on an item being deleted retries the deletion.
+		if lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationReconcile {
+			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
+			di.Status.Phase = lsv1alpha1.PhaseDeleting
+		}
+		return false
+	}
+	op := lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation])
+	_, handedOver := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]
+	_, managed := di.Labels[lsv1alpha1.ManagedByExecutionLabel]
+	phase := di.Status.Phase
+
+	newJobID := ""
+	var why string
+	switch {
+	case op == lsv1alpha1.OperationReconcile:
+		if phase == lsv1alpha1.PhaseInit {
+			// A job has just started and done no work yet: the annotation is
+			// satisfied by it (also covers reading our own start from a stale cache).
+			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
+			return false
+		}
+		newJobID, why = jobid.New(), "operation: reconcile"
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
+	case jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) && phase == lsv1alpha1.PhaseInit && handedOver:
+		// A job has started and done no work yet; the work that follows
+		// finishes whatever job is current then. Only the pickup is recorded.
+		// (This is also what a reconcile sees that reads our own Init write
+		// from the cache before the annotation removal.)
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
+		return false
+	case jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) && (!inJob(phase) || handedOver):
+		why = "new job from execution"
+	case !managed && di.Generation != di.Status.ObservedGeneration && !inJob(phase):
+		newJobID, why = jobid.New(), "generation changed"
+	case op == lsv1alpha1.OperationForceReconcile && !inJob(phase):
+		// The annotation stays until ForceReconcile runs in the next reconcile.
+		newJobID, why = jobid.New(), "operation: force-reconcile"
+	default:
+		return false
+	}
+
+	now := metav1.NewTime(r.now())
+	if newJobID != "" {
+		di.Status.JobID = newJobID
+	}
+	if handedOver {
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
+	}
+	di.Status.Phase = lsv1alpha1.PhaseInit
+	di.Status.LastReconcileTime = &now
+	di.Status.ObservedGeneration = di.Generation
+	di.Status.LastError = nil
+	di.Status.Deployer = &lsv1alpha1.DeployerInformation{Name: r.opts.Name, Identity: r.opts.Identity, Version: r.opts.Version}
+	r.setReady(s, metav1.ConditionFalse, ReasonJobStarted, "job started: "+why)
+	if !controllerutil.ContainsFinalizer(di, lsv1alpha1.Finalizer) {
+		s.addFinalizer = true
+	}
+	jobsStarted.WithLabelValues(r.opts.Name, why).Inc()
+	s.log.Info("starting job", "jobID", di.Status.JobID, "reason", why, "generation", di.Generation)
+	return true
+}
+
+// shouldReconcile is the default should-reconcile check.
+func (r *Reconciler) shouldReconcile(s *scope) bool {
+	di := s.item
+	op := lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation])
+	if op == lsv1alpha1.OperationForceReconcile {
+		return true
+	}
+	if op == lsv1alpha1.OperationAbort {
+		return inJob(di.Status.Phase) && di.Status.Phase != lsv1alpha1.PhaseDeleting
+	}
+	if di.DeletionTimestamp != nil {
+		if !controllerutil.ContainsFinalizer(di, lsv1alpha1.Finalizer) {
+			return false
+		}
+		// A deletion that failed for good waits for a change (e.g. the user
+		// adding delete-without-uninstall); the watch brings that.
+		failedDelete := di.Status.Phase == lsv1alpha1.PhaseFailed && di.Status.LastError != nil && di.Status.LastError.Operation == OperationDelete
+		return !failedDelete || di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
+	}
+	return inJob(di.Status.Phase)
+}
+
+// dropStaleAnnotations removes an abort request for an item that is not in a
+// job any more: there is nothing to abort.
+func (r *Reconciler) dropStaleAnnotations(s *scope) {
+	if lsv1alpha1.Operation(s.item.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
+	}
+}
+
+func (r *Reconciler) request(s *scope, forced bool) *Request {
+	return &Request{Item: s.item, Target: s.target, Deadline: r.deadline(s.item), Forced: forced, Log: s.log}
+}
+
+// deadline is lastReconcileTime + the item's timeout (zero: none).
+func (r *Reconciler) deadline(di *lsv1alpha1.DeployItem) time.Time {
+	timeout := r.opts.DefaultTimeout
+	if di.Spec.Timeout != nil {
+		switch v := string(*di.Spec.Timeout); v {
+		case "none":
+			return time.Time{}
+		default:
+			if d, err := time.ParseDuration(v); err == nil {
+				timeout = d
+			}
+		}
+	}
+	start := r.now()
+	if di.Status.LastReconcileTime != nil {
+		start = di.Status.LastReconcileTime.Time
+	}
+	return start.Add(timeout)
+}
+
+func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
+	if stop, err := r.runHooks(ctx, s, extension.BeforeAbortHook); err != nil || stop {
+		return true, err
+	}
+	res, err := r.deployer.Abort(ctx, r.request(s, false))
+	if err == nil && res.Pending {
+		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
+		return false, nil
+	}
+	msg := "aborted on request (operation: abort)"
+	if err != nil {
+		msg += "; clean-up failed: " + err.Error()
+	}
+	s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
+	r.finish(s, lsv1alpha1.PhaseFailed)
+	r.setError(s, OperationAbort, ReasonAborted, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted})
+	return false, nil
+}
+
+// runReconcile calls Reconcile (or ForceReconcile) and maps the outcome to
+// the phase.
+func (r *Reconciler) runReconcile(ctx context.Context, s *scope, before extension.HookType, forced bool) (bool, error) {
+	if stop, err := r.runHooks(ctx, s, before); err != nil || stop {
+		return true, err
+	}
+	di := s.item
+	operation := OperationReconcile
+	if before == extension.BeforeForceReconcileHook {
+		operation = OperationForceReconcile
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
+	}
+	if forced {
+		// A hook-forced re-apply of a finished item: a fresh reconcile time,
+		// the same job.
+		now := metav1.NewTime(r.now())
+		di.Status.LastReconcileTime = &now
+	}
+	// The deployer always works on the current spec.
+	di.Status.ObservedGeneration = di.Generation
+	if di.Status.Deployer == nil || di.Status.Deployer.Identity != r.opts.Identity {
+		di.Status.Deployer = &lsv1alpha1.DeployerInformation{Name: r.opts.Name, Identity: r.opts.Identity, Version: r.opts.Version}
+	}
+
+	var (
+		res Result
+		err = s.targetErr
+	)
+	if err == nil {
+		req := r.request(s, forced)
+		if operation == OperationForceReconcile {
+			res, err = r.deployer.ForceReconcile(ctx, req)
+		} else {
+			res, err = r.deployer.Reconcile(ctx, req)
+		}
+	}
+	r.outcome(s, operation, lsv1alpha1.PhaseProgressing, ReasonReconcileFailed, res, err)
+	return false, nil
+}
+
+func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
+	if stop, err := r.runHooks(ctx, s, extension.BeforeDeleteHook); err != nil || stop {
+		return true, err
+	}
+	di := s.item
+	if di.Status.Phase != lsv1alpha1.PhaseDeleting {
+		di.Status.Phase = lsv1alpha1.PhaseDeleting
+		r.event(s, corev1.EventTypeNormal, ReasonDeleting, "deleting")
+	}
+	if di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true" {
+		r.event(s, corev1.EventTypeNormal, ReasonUninstallSkipped, "delete-without-uninstall: leaving installed objects in place")
+		s.removeFinalizer = true
+		return false, nil
+	}
+	var (
+		res Result
+		err = s.targetErr
+	)
+	if err != nil {
+		err = fmt.Errorf("%w; to delete the item without uninstalling, annotate it with %s: \"true\"", err, lsv1alpha1.DeleteWithoutUninstallAnnotation)
+	} else {
+		res, err = r.deployer.Delete(ctx, r.request(s, false))
+	}
+	if err == nil && !res.Pending {
+		s.removeFinalizer = true
+		return false, nil
+	}
+	r.outcome(s, OperationDelete, lsv1alpha1.PhaseDeleting, ReasonDeleteFailed, res, err)
+	return false, nil
+}
+
+// outcome maps a deployer call's result to the status: done → Succeeded,
+// pending → the running phase, permanent error (or past the deadline) →
+// Failed, other errors → retried with back-off.
+func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phase, defaultReason string, res Result, err error) {
+	di := s.item
+	switch {
+	case err == nil && !res.Pending:
+		if running == lsv1alpha1.PhaseDeleting {
+			return
+		}
+		di.Status.LastError = nil
+		r.finish(s, lsv1alpha1.PhaseSucceeded)
+		msg := res.Message
+		if msg == "" {
+			msg = "job " + di.Status.JobID + " succeeded"
+		}
+		r.setReady(s, metav1.ConditionTrue, ReasonSucceeded, msg)
+	case err == nil:
+		if di.Status.Phase != running {
+			r.event(s, corev1.EventTypeNormal, ReasonProgressing, "%s", res.Message)
+		}
+		// Pending work is bounded by the deployer itself (it gets the
+		// deadline in the Request): the mock's "Progressing" must stay
+		// pending until the execution controller aborts it.
+		di.Status.Phase = running
+		r.setReady(s, metav1.ConditionFalse, string(running), res.Message)
+		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
+	default:
+		reason, msg, codes := toLastError(operation, defaultReason, err)
+		dl := r.deadline(di)
+		if IsPermanent(err) || (!dl.IsZero() && r.now().After(dl)) {
+			if !IsPermanent(err) {
+				codes = append(codes, lsv1alpha1.ErrorTimeout)
+			}
+			r.finish(s, lsv1alpha1.PhaseFailed)
+			r.setError(s, operation, reason, msg, codes)
+			return
+		}
+		// Retry: stay in the running phase, report the error, back off.
+		di.Status.Phase = running
+		backoff := minBackoff
+		if le := s.orig.Status.LastError; le != nil && le.Reason == reason {
+			backoff = min(max(2*r.now().Sub(le.LastTransitionTime.Time), minBackoff), maxBackoff)
+		}
+		if !dl.IsZero() {
+			backoff = min(backoff, max(time.Until(dl), 100*time.Millisecond))
+		}
+		r.setError(s, operation, reason, msg, codes)
+		s.log.Info("retrying after error", "operation", operation, "reason", reason, "error", msg, "after", backoff)
+		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: backoff})
+	}
+}
+
+// finish ends the job: final phase and jobIDFinished in one write.
+func (r *Reconciler) finish(s *scope, phase lsv1alpha1.Phase) {
+	di := s.item
+	di.Status.Phase = phase
+	di.Status.JobIDFinished = di.Status.JobID
+	if phase == lsv1alpha1.PhaseSucceeded && s.orig.Status.Phase != lsv1alpha1.PhaseSucceeded {
+		r.event(s, corev1.EventTypeNormal, ReasonSucceeded, "job %s succeeded", di.Status.JobID)
+	}
+	if !s.orig.Status.Phase.IsFinal() {
+		jobsFinished.WithLabelValues(r.opts.Name, string(phase)).Inc()
+		if di.Status.LastReconcileTime != nil {
+			jobDuration.WithLabelValues(r.opts.Name, string(phase)).Observe(r.now().Sub(di.Status.LastReconcileTime.Time).Seconds())
+		}
+	}
+}
+
+// setError records lastError; an unchanged error keeps its times, so
+// repeating it writes nothing.
+func (r *Reconciler) setError(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
+	di := s.item
+	now := metav1.NewTime(r.now())
+	prev := s.orig.Status.LastError
+	if prev != nil && prev.Operation == operation && prev.Reason == reason && prev.Message == message && slices.Equal(prev.Codes, codes) {
+		di.Status.LastError = prev.DeepCopy()
+	} else {
+		le := &lsv1alpha1.Error{Operation: operation, Reason: reason, Message: message, Codes: codes, LastTransitionTime: now, LastUpdateTime: now}
+		if prev != nil && prev.Reason == reason {
+			le.LastTransitionTime = prev.LastTransitionTime
+		}
+		di.Status.LastError = le
+		r.event(s, corev1.EventTypeWarning, reason, "%s: %s", operation, message)
+	}
+	r.setReady(s, metav1.ConditionFalse, reason, message)
+}
+
+func (r *Reconciler) setReady(s *scope, status metav1.ConditionStatus, reason, message string) {
+	if reason == "" {
+		reason = "Unknown"
+	}
+	meta.SetStatusCondition(&s.item.Status.Conditions, metav1.Condition{
+		Type:               lsv1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: s.item.Generation,
+	})
+}
+
+func (r *Reconciler) event(s *scope, eventType, reason, format string, args ...any) {
+	r.recorder.Eventf(s.orig, nil, eventType, reason, reason, format, args...)
+}

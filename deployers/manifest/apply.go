@@ -1,0 +1,283 @@
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib"
+)
+
+// Reasons of the manifest deployer's errors.
+const (
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonRejected         = "ManifestRejected"
+	ReasonUnknownKind      = "UnknownKind"
+	ReasonUnreachable      = "TargetUnreachable"
+	ReasonDeleteFailed     = "DeleteFailed"
+	ReasonNotReady         = "ReadinessTimeout"
+	ReasonExportFailed     = "ExportFailed"
+	ReasonReadinessInvalid = "InvalidReadinessCheck"
+)
+
+// rank orders objects for applying: CRDs and namespaces first, then other
+// cluster-scoped objects, then namespaced ones. Deletion uses the reverse.
+func rank(gk schema.GroupKind, namespaced bool) int {
+	switch {
+	case gk == schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
+		return 0
+	case gk == schema.GroupKind{Kind: "Namespace"}:
+		return 1
+	case !namespaced:
+		return 2
+	}
+	return 3
+}
+
+func ref(obj *unstructured.Unstructured) manifestv1alpha2.TypedObjectReference {
+	return manifestv1alpha2.TypedObjectReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), Namespace: obj.GetNamespace()}
+}
+
+func refString(r manifestv1alpha2.TypedObjectReference) string {
+	if r.Namespace == "" {
+		return fmt.Sprintf("%s %s (%s)", r.Kind, r.Name, r.APIVersion)
+	}
+	return fmt.Sprintf("%s %s/%s (%s)", r.Kind, r.Namespace, r.Name, r.APIVersion)
+}
+
+// classify turns an API error into a lastError: refusals that retrying
+// cannot fix are configuration problems, the rest is retried.
+func classify(field string, obj *unstructured.Unstructured, op string, err error) error {
+	what := fmt.Sprintf("%s: %s %s", field, op, refString(ref(obj)))
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case meta.IsNoMatchError(err):
+		return lib.ConfigError(ReasonUnknownKind, "%s: the target cluster does not serve this kind: %v", what, err)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsRequestEntityTooLargeError(err):
+		return lib.ConfigError(ReasonRejected, "%s: rejected by the target API server: %v", what, err)
+	case apierrors.IsForbidden(err):
+		return &lib.Error{Reason: ReasonRejected, Message: fmt.Sprintf("%s: forbidden: %v", what, err), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInsufficientPermission}, Permanent: true}
+	case apierrors.IsUnauthorized(err):
+		return &lib.Error{Reason: ReasonRejected, Message: fmt.Sprintf("%s: unauthorized: %v", what, err), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorUnauthorized}, Permanent: true}
+	case errors.As(err, &dnsErr), errors.As(err, &opErr):
+		return lib.TransientError(ReasonUnreachable, fmt.Errorf("%s: target cluster unreachable: %w", what, err))
+	}
+	return lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %w", what, err))
+}
+
+// namespaced resolves the scope of obj's kind and defaults the namespace of
+// namespaced objects to "default".
+func namespaced(c *clusterClient, obj *unstructured.Unstructured) (bool, error) {
+	gvk := obj.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace("default")
+		}
+		return true, nil
+	}
+	obj.SetNamespace("")
+	return false, nil
+}
+
+// owns reports whether the deployer's field manager owns any field of obj.
+func owns(obj *unstructured.Unstructured, manager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == manager {
+			return true
+		}
+	}
+	return false
+}
+
+// apply applies every manifest by its policy and returns the managed
+// resources, in configuration order.
+func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) ([]manifestv1alpha2.ManagedResourceStatus, []*unstructured.Unstructured, error) {
+	type entry struct {
+		manifestEntry
+		rank  int
+		index int
+	}
+	var entries []entry
+	for i, m := range cfg.objects {
+		if m.policy == manifestv1alpha2.IgnorePolicy {
+			continue
+		}
+		ns, err := namespaced(c, m.obj)
+		if err != nil {
+			return nil, nil, classify(m.field, m.obj, "mapping", err)
+		}
+		entries = append(entries, entry{manifestEntry: m, rank: rank(m.obj.GroupVersionKind().GroupKind(), ns), index: i})
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].rank < entries[j].rank })
+
+	managed := make([]manifestv1alpha2.ManagedResourceStatus, len(cfg.objects))
+	applied := make([]*unstructured.Unstructured, 0, len(entries))
+	for _, e := range entries {
+		obj := e.obj.DeepCopy()
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(obj.GroupVersionKind())
+		exists := false
+		// Only immutable, fallback and patch need the current object; a plain
+		// server-side apply does not, which saves a round trip per object.
+		if e.policy == manifestv1alpha2.ImmutablePolicy || e.policy == manifestv1alpha2.FallbackPolicy || cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
+			getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+			if getErr != nil && !apierrors.IsNotFound(getErr) {
+				return nil, nil, classify(e.field, obj, "reading", getErr)
+			}
+			exists = getErr == nil
+		}
+		switch {
+		case e.policy == manifestv1alpha2.ImmutablePolicy && exists:
+			// Created once, never changed.
+			applied = append(applied, existing)
+		case e.policy == manifestv1alpha2.FallbackPolicy && exists && !owns(existing, d.fieldOwner):
+			// Somebody else manages it: leave it alone (and never delete it).
+			managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+			applied = append(applied, existing)
+			continue
+		case cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && exists:
+			data, err := obj.MarshalJSON()
+			if err != nil {
+				return nil, nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: %v", e.field, err)
+			}
+			if err := c.Patch(ctx, existing, client.RawPatch(types.MergePatchType, data), client.FieldOwner(d.fieldOwner)); err != nil {
+				return nil, nil, classify(e.field, obj, "patching", err)
+			}
+			applied = append(applied, existing)
+		default:
+			obj.SetResourceVersion("")
+			obj.SetManagedFields(nil)
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(d.fieldOwner), client.ForceOwnership); err != nil {
+				return nil, nil, classify(e.field, obj, "applying", err)
+			}
+			applied = append(applied, obj)
+		}
+		managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+	}
+	out := managed[:0]
+	for _, m := range managed {
+		if m.Resource.Name != "" {
+			out = append(out, m)
+		}
+	}
+	return out, applied, nil
+}
+
+// deletable reports whether the deployer deletes a managed resource when it
+// leaves the configuration or the item is deleted.
+func deletable(p manifestv1alpha2.ManifestPolicy) bool {
+	return p == manifestv1alpha2.ManagePolicy || p == manifestv1alpha2.FallbackPolicy || p == ""
+}
+
+// deleteResources deletes resources in the safe order (namespaced objects,
+// then cluster-scoped ones, then CRDs and namespaces), one group at a time.
+// It reports whether everything is gone (or being deleted: namespaces and
+// objects with finalizers finish on their own).
+func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resources []manifestv1alpha2.ManagedResourceStatus) (bool, error) {
+	type item struct {
+		obj  *unstructured.Unstructured
+		rank int
+	}
+	var items []item
+	for _, r := range resources {
+		if !deletable(r.Policy) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion(r.Resource.APIVersion)
+		obj.SetKind(r.Resource.Kind)
+		obj.SetName(r.Resource.Name)
+		obj.SetNamespace(r.Resource.Namespace)
+		ns, err := namespaced(c, obj)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // the kind is gone, so are its objects
+			}
+			return false, classify("status.providerStatus.managedResources", obj, "mapping", err)
+		}
+		items = append(items, item{obj: obj, rank: rank(obj.GroupVersionKind().GroupKind(), ns)})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].rank > items[j].rank })
+	for len(items) > 0 {
+		group := items[0].rank
+		waiting := false
+		for len(items) > 0 && items[0].rank == group {
+			obj := items[0].obj
+			items = items[1:]
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return false, classify("status.providerStatus.managedResources", obj, "reading", err)
+			}
+			if cur.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if r := findPolicy(resources, obj); r == manifestv1alpha2.FallbackPolicy && !owns(cur, d.fieldOwner) {
+				continue
+			}
+			if err := c.Delete(ctx, cur, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+				return false, classify("status.providerStatus.managedResources", obj, "deleting", err)
+			}
+			waiting = waiting || hasFinalizers(cur)
+		}
+		if waiting && len(items) > 0 {
+			// Let this group go before the next one (e.g. the namespace).
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func hasFinalizers(obj *unstructured.Unstructured) bool {
+	return len(obj.GetFinalizers()) > 0
+}
+
+func findPolicy(resources []manifestv1alpha2.ManagedResourceStatus, obj *unstructured.Unstructured) manifestv1alpha2.ManifestPolicy {
+	i := slices.IndexFunc(resources, func(r manifestv1alpha2.ManagedResourceStatus) bool {
+		return r.Resource.Kind == obj.GetKind() && r.Resource.Name == obj.GetName() && r.Resource.Namespace == obj.GetNamespace() && r.Resource.APIVersion == obj.GetAPIVersion()
+	})
+	if i < 0 {
+		return ""
+	}
+	return resources[i].Policy
+}
+
+// dropped returns the previously managed resources that left the configuration.
+func dropped(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
+	key := func(r manifestv1alpha2.TypedObjectReference) string {
+		gv, _ := schema.ParseGroupVersion(r.APIVersion)
+		return gv.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+	}
+	keep := map[string]bool{}
+	for _, r := range cur {
+		keep[key(r.Resource)] = true
+	}
+	var out []manifestv1alpha2.ManagedResourceStatus
+	for _, r := range prev {
+		if !keep[key(r.Resource)] {
+			out = append(out, r)
+		}
+	}
+	return out
+}

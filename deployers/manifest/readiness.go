@@ -1,0 +1,271 @@
+package manifest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
+	"github.com/terrace-dev/terrace/deployers/lib"
+)
+
+// jsonPathValue evaluates a JSONPath ("{.a.b}" or ".a.b") on obj. found is
+// false when the path does not exist.
+func jsonPathValue(obj map[string]any, path string) (value any, found bool, err error) {
+	p := strings.TrimSpace(path)
+	if !strings.HasPrefix(p, "{") {
+		p = "{" + p + "}"
+	}
+	jp := jsonpath.New("path")
+	if err := jp.Parse(p); err != nil {
+		return nil, false, err
+	}
+	results, err := jp.FindResults(obj)
+	if err != nil {
+		if strings.Contains(err.Error(), "is not found") {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if len(results) == 0 || len(results[0]) == 0 {
+		return nil, false, nil
+	}
+	if len(results[0]) == 1 {
+		return results[0][0].Interface(), true, nil
+	}
+	vals := make([]any, 0, len(results[0]))
+	for _, r := range results[0] {
+		vals = append(vals, r.Interface())
+	}
+	return vals, true, nil
+}
+
+// valueString renders a value for comparison: strings as they are, anything
+// else as JSON.
+func valueString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// checkRequirement reports whether obj meets req.
+func checkRequirement(obj map[string]any, req manifestv1alpha2.ReadinessRequirement) (bool, error) {
+	v, found, err := jsonPathValue(obj, req.JSONPath)
+	if err != nil {
+		return false, fmt.Errorf("jsonPath %q: %w", req.JSONPath, err)
+	}
+	s := valueString(v)
+	switch req.Operator {
+	case manifestv1alpha2.ReadinessOperatorExists:
+		return found, nil
+	case manifestv1alpha2.ReadinessOperatorNotExists:
+		return !found, nil
+	case manifestv1alpha2.ReadinessOperatorEquals, manifestv1alpha2.ReadinessOperatorNotEquals:
+		if len(req.Values) != 1 {
+			return false, fmt.Errorf("operator %s needs exactly one value", req.Operator)
+		}
+		eq := found && s == req.Values[0]
+		return eq == (req.Operator == manifestv1alpha2.ReadinessOperatorEquals), nil
+	case manifestv1alpha2.ReadinessOperatorIn:
+		return found && slices.Contains(req.Values, s), nil
+	case manifestv1alpha2.ReadinessOperatorNotIn:
+		return !found || !slices.Contains(req.Values, s), nil
+	}
+	return false, fmt.Errorf("operator %q is not one of exists, notExists, ==, !=, in, notIn", req.Operator)
+}
+
+// validateReadiness checks the custom checks' shape before anything is applied.
+func validateReadiness(rc manifestv1alpha2.ReadinessCheckConfiguration) error {
+	for i, c := range rc.CustomReadinessChecks {
+		field := fmt.Sprintf("spec.config.readinessChecks.custom[%d]", i)
+		if len(c.Resource) == 0 {
+			return lib.ConfigError(ReasonReadinessInvalid, "%s.resourceSelector: must name at least one object", field)
+		}
+		for j, r := range c.Requirements {
+			if _, err := checkRequirement(map[string]any{}, r); err != nil {
+				return lib.ConfigError(ReasonReadinessInvalid, "%s.requirements[%d]: %v", field, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// defaultReady reports whether a workload is ready, with a reason when not.
+// Only the kinds the brief names are checked; everything else is ready once applied.
+func defaultReady(obj *unstructured.Unstructured) (bool, string) {
+	gvk := obj.GroupVersionKind()
+	o := obj.Object
+	i64 := func(path ...string) int64 {
+		v, _, _ := unstructured.NestedFieldNoCopy(o, path...)
+		switch n := v.(type) {
+		case int64:
+			return n
+		case float64:
+			return int64(n)
+		}
+		return 0
+	}
+	replicas := func() int64 {
+		if _, found, _ := unstructured.NestedFieldNoCopy(o, "spec", "replicas"); found {
+			return i64("spec", "replicas")
+		}
+		return 1
+	}
+	generationSeen := i64("status", "observedGeneration") >= obj.GetGeneration()
+	switch {
+	case gvk.Group == "apps" && gvk.Kind == "Deployment":
+		r := replicas()
+		if !generationSeen || i64("status", "updatedReplicas") < r || i64("status", "availableReplicas") < r || i64("status", "replicas") > r {
+			return false, fmt.Sprintf("%d of %d replicas updated and available", min(i64("status", "updatedReplicas"), i64("status", "availableReplicas")), r)
+		}
+	case gvk.Group == "apps" && gvk.Kind == "StatefulSet":
+		r := replicas()
+		if !generationSeen || i64("status", "readyReplicas") < r || i64("status", "updatedReplicas") < r {
+			return false, fmt.Sprintf("%d of %d replicas ready", i64("status", "readyReplicas"), r)
+		}
+	case gvk.Group == "apps" && gvk.Kind == "DaemonSet":
+		want := i64("status", "desiredNumberScheduled")
+		if !generationSeen || i64("status", "numberReady") < want || i64("status", "updatedNumberScheduled") < want {
+			return false, fmt.Sprintf("%d of %d pods ready", i64("status", "numberReady"), want)
+		}
+	case gvk.Group == "batch" && gvk.Kind == "Job":
+		if hasCondition(o, "Complete") {
+			return true, ""
+		}
+		return false, "job not complete"
+	case gvk.Group == "" && gvk.Kind == "Pod":
+		phase, _, _ := unstructured.NestedString(o, "status", "phase")
+		if phase == "Succeeded" || (phase == "Running" && hasCondition(o, "Ready")) {
+			return true, ""
+		}
+		return false, "pod phase " + phase
+	}
+	return true, ""
+}
+
+// isWorkload reports whether the default readiness check covers a kind.
+func isWorkload(gvk schema.GroupVersionKind) bool {
+	switch gvk.Group + "/" + gvk.Kind {
+	case "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "batch/Job", "/Pod":
+		return true
+	}
+	return false
+}
+
+func hasCondition(o map[string]any, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(o, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// failedWorkload reports workloads that can never become ready (a failed Job or Pod).
+func failedWorkload(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	switch {
+	case gvk.Group == "batch" && gvk.Kind == "Job":
+		return hasCondition(obj.Object, "Failed")
+	case gvk.Group == "" && gvk.Kind == "Pod":
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+		return phase == "Failed"
+	}
+	return false
+}
+
+// checkReadiness re-reads the applied objects and reports the first one not
+// ready ("" when everything is ready).
+func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *config, applied []*unstructured.Unstructured) (string, error) {
+	rc := cfg.spec.ReadinessChecks
+	if !rc.DisableDefault {
+		for _, a := range applied {
+			gvk := a.GroupVersionKind()
+			if !isWorkload(gvk) {
+				continue
+			}
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(gvk)
+			if err := c.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+				return "", classify("readiness", a, "reading", err)
+			}
+			if failedWorkload(cur) {
+				return "", lib.ConfigError(ReasonNotReady, "%s failed and will not become ready", refString(ref(cur)))
+			}
+			if ok, why := defaultReady(cur); !ok {
+				return fmt.Sprintf("%s not ready: %s", refString(ref(cur)), why), nil
+			}
+		}
+	}
+	for i, chk := range rc.CustomReadinessChecks {
+		for _, r := range chk.Resource {
+			cur := &unstructured.Unstructured{}
+			cur.SetAPIVersion(r.APIVersion)
+			cur.SetKind(r.Kind)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Sprintf("custom readiness check %q: %s not found", chk.Name, refString(r)), nil
+				}
+				return "", classify(fmt.Sprintf("spec.config.readinessChecks.custom[%d]", i), cur, "reading", err)
+			}
+			for j, req := range chk.Requirements {
+				ok, err := checkRequirement(cur.Object, req)
+				if err != nil {
+					return "", lib.ConfigError(ReasonReadinessInvalid, "spec.config.readinessChecks.custom[%d].requirements[%d]: %v", i, j, err)
+				}
+				if !ok {
+					return fmt.Sprintf("custom readiness check %q: %s: %s %s %v not met", chk.Name, refString(r), req.JSONPath, req.Operator, req.Values), nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// exports reads the configured exports from the target cluster. A path that
+// does not exist yet (e.g. a load balancer's address) makes it wait: pending
+// names what is missing.
+func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (data []byte, pending string, err error) {
+	if cfg.spec.Exports == nil || len(cfg.spec.Exports.Exports) == 0 {
+		return nil, "", nil
+	}
+	out := map[string]any{}
+	for i, e := range cfg.spec.Exports.Exports {
+		field := fmt.Sprintf("spec.config.exports.exports[%d]", i)
+		if e.Key == "" || e.FromResource == nil || e.JSONPath == "" {
+			return nil, "", lib.ConfigError(lib.ReasonInvalidConfig, "%s: key, jsonPath and fromResource must be set", field)
+		}
+		r := *e.FromResource
+		cur := &unstructured.Unstructured{}
+		cur.SetAPIVersion(r.APIVersion)
+		cur.SetKind(r.Kind)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, "", lib.ConfigError(ReasonExportFailed, "%s.fromResource: %s not found on the target cluster", field, refString(r))
+			}
+			return nil, "", classify(field, cur, "reading", err)
+		}
+		v, found, err := jsonPathValue(cur.Object, e.JSONPath)
+		if err != nil {
+			return nil, "", lib.ConfigError(ReasonExportFailed, "%s.jsonPath: %v", field, err)
+		}
+		if !found {
+			return nil, fmt.Sprintf("export %q: %s has no value at %s yet", e.Key, refString(r), e.JSONPath), nil
+		}
+		out[e.Key] = v
+	}
+	data, err = json.Marshal(out)
+	return data, "", err
+}

@@ -1,0 +1,130 @@
+package manifest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib"
+)
+
+// defaultKubeconfigKey is the Secret key read when a Target's secretRef names none.
+const defaultKubeconfigKey = "kubeconfig"
+
+// targetClients keeps one client per distinct kubeconfig, so that REST
+// mapping (discovery) and connections are reused across reconciles and items.
+type targetClients struct {
+	mu      sync.Mutex
+	clients map[[32]byte]client.Client
+	// reader reads Secrets uncached: caching every Secret of the cluster
+	// would cost memory and need list/watch on Secrets.
+	reader client.Reader
+}
+
+type clusterClient struct {
+	client.Client
+	mapper meta.RESTMapper
+}
+
+// kubeconfig returns the kubeconfig of a kubernetes-cluster Target.
+func (tc *targetClients) kubeconfig(ctx context.Context, t *lsv1alpha1.Target) ([]byte, error) {
+	if t.Spec.SecretRef != nil {
+		key := t.Spec.SecretRef.Key
+		if key == "" {
+			key = defaultKubeconfigKey
+		}
+		s := &corev1.Secret{}
+		if err := tc.reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.SecretRef.Name}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, lib.ConfigError(lib.ReasonTargetNotFound, "Target %s/%s: spec.secretRef: Secret %s not found", t.Namespace, t.Name, t.Spec.SecretRef.Name)
+			}
+			return nil, lib.TransientError("TargetSecretUnreadable", fmt.Errorf("reading Secret %s/%s of Target %s: %w", t.Namespace, t.Spec.SecretRef.Name, t.Name, err))
+		}
+		kc, ok := s.Data[key]
+		if !ok || len(kc) == 0 {
+			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: spec.secretRef: Secret %s has no key %q", t.Namespace, t.Name, s.Name, key)
+		}
+		return kc, nil
+	}
+	if t.Spec.Config == nil || len(t.Spec.Config.RawMessage) == 0 {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: spec.config.kubeconfig or spec.secretRef must be set", t.Namespace, t.Name)
+	}
+	var cfg struct {
+		Kubeconfig json.RawMessage `json:"kubeconfig"`
+	}
+	if err := json.Unmarshal(t.Spec.Config.RawMessage, &cfg); err != nil || len(cfg.Kubeconfig) == 0 {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: spec.config.kubeconfig must be set", t.Namespace, t.Name)
+	}
+	// The kubeconfig is a string of YAML, or (accepted too) the object itself.
+	var s string
+	if err := json.Unmarshal(cfg.Kubeconfig, &s); err == nil {
+		return []byte(s), nil
+	}
+	return cfg.Kubeconfig, nil
+}
+
+// forTarget returns a client for the cluster a Target points at.
+func (tc *targetClients) forTarget(ctx context.Context, t *lsv1alpha1.Target) (*clusterClient, error) {
+	kc, err := tc.kubeconfig(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(kc)
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if c, ok := tc.clients[key]; ok {
+		return c.(*clusterClient), nil
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: the kubeconfig is invalid: %v", t.Namespace, t.Name, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	cfg.UserAgent = "terrace-manifest-deployer"
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := newClusterClient(cfg)
+	if err != nil {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: %v", t.Namespace, t.Name, err)
+	}
+	if tc.clients == nil {
+		tc.clients = map[[32]byte]client.Client{}
+	}
+	if len(tc.clients) > 256 {
+		// A bound, not an LRU: rotating credentials must not grow memory forever.
+		clear(tc.clients)
+	}
+	tc.clients[key] = c
+	return c, nil
+}
+
+func newClusterClient(cfg *rest.Config) (*clusterClient, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The mapper discovers lazily, so building a client needs no round trip
+	// (an unreachable cluster shows up when objects are applied).
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper, Scheme: runtime.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	return &clusterClient{Client: c, mapper: mapper}, nil
+}

@@ -1,0 +1,188 @@
+// Package mock is the mock deployer (deploy items of type
+// landscaper.gardener.cloud/mock): it touches no cluster and ends each job in
+// the phase its provider configuration names. Tests and benchmarks of the
+// other controllers use it to drive executions and installations.
+//
+// # Provider configuration (spec.config)
+//
+//	apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+//	kind: ProviderConfiguration
+//	phase: Succeeded        # Succeeded (default) | Failed | Progressing (stays running until aborted)
+//	delay: 2s               # optional: stay Progressing this long first (a requeue, not a sleep)
+//	providerStatus: {...}   # optional: copied into status.providerStatus (give it apiVersion and kind)
+//	export: {...}           # optional: published in the export Secret
+//
+// An empty spec.config behaves like phase Succeeded. A configuration that
+// cannot be decoded (unknown fields, wrong apiVersion/kind, unknown phase)
+// ends the job Failed with ERR_CONFIGURATION_PROBLEM and a lastError naming
+// the field.
+//
+// # Exports
+//
+// When the configuration has an export, the deployer writes (server-side
+// apply) the Secret "<item name>-export" in the item's namespace, owned by the
+// item, and points status.exportRef{name,namespace} at it. The Secret's key
+// "export" (ExportKey) holds the export as JSON (which is also YAML). The
+// Secret is deleted with the item (unless delete-without-uninstall is set).
+//
+// # Phase Failed
+//
+// lastError gets operation Reconcile, reason MockFailed, code
+// ERR_CONFIGURATION_PROBLEM (the item asked to fail; retrying cannot help).
+package mock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/deployers/lib/extension"
+)
+
+// Type is the deploy-item type the mock deployer serves.
+const Type = lsv1alpha1.MockDeployItemType
+
+// DefaultName is the deployer name used when Options.Name is empty.
+const DefaultName = "mock-deployer"
+
+// ExportKey is the key of the export Secret holding the export (JSON).
+const ExportKey = lib.ExportKey
+
+// ReasonMockFailed is lastError.reason of an item whose configuration asks for phase Failed.
+const ReasonMockFailed = "MockFailed"
+
+// Options configure the mock deployer. The zero value is usable: a deployer
+// named "mock-deployer" serving every mock item.
+type Options struct {
+	// Name is the deployer's name (status.deployer.name, controller name,
+	// field manager); default "mock-deployer". Two mock deployers in one
+	// manager need distinct names.
+	Name string
+	// Identity is status.deployer.identity; default Name.
+	Identity string
+	// Version is status.deployer.version.
+	Version string
+	// TargetSelector restricts the items served to those whose Target
+	// matches; default: all.
+	TargetSelector lib.TargetSelector
+	// DefaultTimeout bounds retries of a job whose item has no spec.timeout (default 10m).
+	DefaultTimeout time.Duration
+	// Namespaces restricts the deploy items served to these namespaces
+	// (default: all). Set it when the manager's cache is restricted to
+	// namespaces (e.g. one manager per test namespace): the deployer watches
+	// items with an informer of its own.
+	Namespaces []string
+	// Hooks are extension hooks to register (optional).
+	Hooks extension.ReconcileExtensionHooks
+}
+
+// AddToManager registers the mock deployer controller with mgr.
+func AddToManager(mgr ctrl.Manager, opts Options) error {
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	hooks := extension.ReconcileExtensionHooks{}
+	for ht, fns := range opts.Hooks {
+		for _, fn := range fns {
+			hooks.RegisterHook(fn, ht)
+		}
+	}
+	d := &deployer{client: mgr.GetClient(), fieldOwner: opts.Name, hooks: hooks}
+	return lib.AddToManager(mgr, d, lib.Options{
+		Type:           Type,
+		Name:           opts.Name,
+		Identity:       opts.Identity,
+		Version:        opts.Version,
+		TargetSelector: opts.TargetSelector,
+		DefaultTimeout: opts.DefaultTimeout,
+		Namespaces:     opts.Namespaces,
+	})
+}
+
+type deployer struct {
+	client     client.Client
+	fieldOwner string
+	hooks      extension.ReconcileExtensionHooks
+}
+
+func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return d.hooks }
+
+// ParseConfig decodes a mock provider configuration strictly.
+func ParseConfig(raw []byte) (*mockv1alpha1.ProviderConfiguration, error) {
+	cfg := &mockv1alpha1.ProviderConfiguration{}
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return cfg, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config: not a valid mock ProviderConfiguration: %v", err)
+	}
+	if gv := mockv1alpha1.SchemeGroupVersion.String(); cfg.APIVersion != "" && (cfg.APIVersion != gv || cfg.Kind != "ProviderConfiguration") {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config: apiVersion/kind %s/%s is not %s/ProviderConfiguration", cfg.APIVersion, cfg.Kind, gv)
+	}
+	switch lsv1alpha1.Phase(cfg.Phase) {
+	case "", lsv1alpha1.PhaseSucceeded, lsv1alpha1.PhaseFailed, lsv1alpha1.PhaseProgressing:
+	default:
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.phase: %q is not one of Succeeded, Failed, Progressing", cfg.Phase)
+	}
+	if cfg.Delay != nil && cfg.Delay.Duration < 0 {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.delay: %s is negative", cfg.Delay.Duration)
+	}
+	return cfg, nil
+}
+
+func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	di := req.Item
+	var raw []byte
+	if di.Spec.Config != nil {
+		raw = di.Spec.Config.Raw
+	}
+	cfg, err := ParseConfig(raw)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	if cfg.Delay != nil && cfg.Delay.Duration > 0 && di.Status.LastReconcileTime != nil {
+		if left := time.Until(di.Status.LastReconcileTime.Add(cfg.Delay.Duration)); left > 0 {
+			return lib.PendingFor(left, fmt.Sprintf("mock delay: %s left", left.Round(time.Millisecond))), nil
+		}
+	}
+	if cfg.ProviderStatus != nil {
+		di.Status.ProviderStatus = cfg.ProviderStatus.DeepCopy()
+	}
+	if cfg.Export != nil {
+		if err := lib.WriteExport(ctx, d.client, d.fieldOwner, di, cfg.Export.Raw); err != nil {
+			return lib.Result{}, err
+		}
+	}
+	switch lsv1alpha1.Phase(cfg.Phase) {
+	case lsv1alpha1.PhaseFailed:
+		return lib.Result{}, lib.ConfigError(ReasonMockFailed, "spec.config.phase: the mock configuration asks for phase Failed")
+	case lsv1alpha1.PhaseProgressing:
+		// Stays running until aborted; no requeue: nothing will change by itself.
+		return lib.PendingFor(0, "mock configuration keeps the item Progressing"), nil
+	}
+	return lib.Done(), nil
+}
+
+func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	if err := lib.DeleteExport(ctx, d.client, req.Item); err != nil {
+		return lib.Result{}, err
+	}
+	return lib.Done(), nil
+}
+
+// Abort has nothing to clean up: the mock changes nothing outside the item.
+func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
+
+func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	return d.Reconcile(ctx, req)
+}

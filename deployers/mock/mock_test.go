@@ -1,0 +1,321 @@
+package mock_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/testutil"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/deployers/mock"
+	"github.com/terrace-dev/terrace/kit/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// One mock deployer serves every test; tests use their own namespaces.
+	os.Exit(testutil.RunMain(m, &env, func(mgr ctrl.Manager) error {
+		return mock.AddToManager(mgr, mock.Options{Version: "test"})
+	}))
+}
+
+const (
+	timeout  = 20 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+func setup(t *testing.T) (string, *WithT) {
+	t.Helper()
+	return testutil.Namespace(t, env), NewWithT(t)
+}
+
+const header = `"apiVersion":"mock.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration"`
+
+func item(ns, name, config string) *lsv1alpha1.DeployItem {
+	di := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       lsv1alpha1.DeployItemSpec{Type: mock.Type},
+	}
+	if config != "" {
+		if !strings.Contains(config, `"kind"`) {
+			config = "{" + header + "," + strings.TrimPrefix(config, "{")
+		}
+		di.Spec.Config = &runtime.RawExtension{Raw: []byte(config)}
+	}
+	return di
+}
+
+func get(g *WithT, di *lsv1alpha1.DeployItem) func() *lsv1alpha1.DeployItem {
+	return func() *lsv1alpha1.DeployItem {
+		out := &lsv1alpha1.DeployItem{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(di), out)).To(Succeed())
+		return out
+	}
+}
+
+func phase(p lsv1alpha1.Phase) OmegaMatcher {
+	return WithTransform(func(di *lsv1alpha1.DeployItem) lsv1alpha1.Phase { return di.Status.Phase }, Equal(p))
+}
+
+func noAnnotation(key string) OmegaMatcher {
+	return WithTransform(func(di *lsv1alpha1.DeployItem) map[string]string { return di.Annotations }, Not(HaveKey(key)))
+}
+
+func finished() OmegaMatcher {
+	return WithTransform(func(di *lsv1alpha1.DeployItem) bool {
+		return di.Status.JobID != "" && di.Status.JobID == di.Status.JobIDFinished && di.Status.Phase.IsFinal()
+	}, BeTrue())
+}
+
+func TestSucceededWithProviderStatusAndExport(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "ok", `{"apiVersion":"mock.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration",
+		"providerStatus":{"apiVersion":"example.org/v1","kind":"Status","answer":42},
+		"export":{"url":"https://example.org","replicas":3}}`)
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	got := get(g, di)()
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	g.Expect(got.Status.LastReconcileTime).NotTo(BeNil())
+	g.Expect(got.Status.Deployer).To(Equal(&lsv1alpha1.DeployerInformation{Name: mock.DefaultName, Identity: mock.DefaultName, Version: "test"}))
+	g.Expect(got.Status.LastError).To(BeNil())
+	g.Expect(got.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+	g.Expect(string(got.Status.ProviderStatus.Raw)).To(MatchJSON(`{"apiVersion":"example.org/v1","kind":"Status","answer":42}`))
+	cond := got.Status.Conditions
+	g.Expect(cond).To(ContainElement(And(
+		HaveField("Type", lsv1alpha1.ConditionReady), HaveField("Status", metav1.ConditionTrue), HaveField("ObservedGeneration", got.Generation))))
+
+	g.Expect(got.Status.ExportReference).To(Equal(&lsv1alpha1.ObjectReference{Name: "ok-export", Namespace: ns}))
+	sec := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ok-export"}, sec)).To(Succeed())
+	g.Expect(string(sec.Data[mock.ExportKey])).To(MatchJSON(`{"url":"https://example.org","replicas":3}`))
+	g.Expect(sec.OwnerReferences).To(ContainElement(HaveField("UID", got.UID)))
+
+	// Phase transitions are recorded as Events.
+	g.Eventually(func() []string {
+		var evs eventsList
+		return evs.reasons(g, ns, "ok")
+	}, timeout, interval).Should(ContainElements(lib.ReasonJobStarted, lib.ReasonSucceeded))
+
+	// A finished item stays finished: no further writes.
+	rv := got.ResourceVersion
+	g.Consistently(func() string { return get(g, di)().ResourceVersion }, time.Second, 100*time.Millisecond).Should(Equal(rv))
+}
+
+func TestExecutionHandsOverJob(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "managed", `{"phase":"Succeeded"}`)
+	di.Labels = map[string]string{lsv1alpha1.ManagedByExecutionLabel: "exec"}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+
+	// Managed by an execution and no job handed over: the deployer waits,
+	// although generation (1) != observedGeneration (0).
+	g.Consistently(get(g, di), 700*time.Millisecond, 100*time.Millisecond).Should(phase(""))
+
+	// The execution controller hands over a job: reconcile-time + status.jobID.
+	cur := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, cur, func(cur *lsv1alpha1.DeployItem) {
+		cur.Annotations = map[string]string{lsv1alpha1.ReconcileTimeAnnotation: time.Now().UTC().Format(time.RFC3339)}
+	})).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Status.JobID = "job-1"
+	g.Expect(env.Client.Status().Patch(ctx, cur, patch, client.FieldOwner("execution-controller"))).To(Succeed())
+
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished(), noAnnotation(lsv1alpha1.ReconcileTimeAnnotation)))
+	got := get(g, di)()
+	g.Expect(got.Status.JobID).To(Equal("job-1"), "the deployer keeps the execution's job ID")
+	g.Expect(got.Status.JobIDFinished).To(Equal("job-1"))
+	g.Expect(got.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+
+	// A second job.
+	cur = get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, cur, func(cur *lsv1alpha1.DeployItem) {
+		cur.Annotations = map[string]string{lsv1alpha1.ReconcileTimeAnnotation: time.Now().UTC().Format(time.RFC3339)}
+	})).To(Succeed())
+	patch = client.MergeFrom(cur.DeepCopy())
+	cur.Status.JobID = "job-2"
+	g.Expect(env.Client.Status().Patch(ctx, cur, patch, client.FieldOwner("execution-controller"))).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(WithTransform(func(d *lsv1alpha1.DeployItem) string { return d.Status.JobIDFinished }, Equal("job-2")), noAnnotation(lsv1alpha1.ReconcileTimeAnnotation)))
+	g.Expect(get(g, di)().Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+}
+
+func TestFailedPhase(t *testing.T) {
+	ns, g := setup(t)
+	di := item(ns, "fail", `{"phase":"Failed"}`)
+	g.Expect(env.Client.Create(context.Background(), di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished()))
+	le := get(g, di)().Status.LastError
+	g.Expect(le).NotTo(BeNil())
+	g.Expect(le.Reason).To(Equal(mock.ReasonMockFailed))
+	g.Expect(le.Operation).To(Equal(lib.OperationReconcile))
+	g.Expect(le.Codes).To(ContainElement(lsv1alpha1.ErrorConfigurationProblem))
+	g.Expect(le.LastTransitionTime.IsZero()).To(BeFalse())
+}
+
+func TestBadConfig(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	for name, cfg := range map[string]string{
+		"unknown-field": `{"phase":"Succeeded","colour":"blue"}`,
+		"bad-phase":     `{"phase":"Sleeping"}`,
+		"wrong-kind":    `{"apiVersion":"manifest.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration"}`,
+	} {
+		g.Expect(env.Client.Create(ctx, item(ns, name, cfg))).To(Succeed())
+	}
+	for name, field := range map[string]string{"unknown-field": "colour", "bad-phase": "spec.config.phase", "wrong-kind": "apiVersion/kind"} {
+		di := item(ns, name, "")
+		g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished()), name)
+		le := get(g, di)().Status.LastError
+		g.Expect(le.Reason).To(Equal(lib.ReasonInvalidConfig), name)
+		g.Expect(le.Message).To(ContainSubstring(field), name)
+		g.Expect(le.Codes).To(ConsistOf(lsv1alpha1.ErrorConfigurationProblem), name)
+	}
+}
+
+func TestDelayThenSucceeded(t *testing.T) {
+	ns, g := setup(t)
+	di := item(ns, "slow", `{"delay":"1500ms"}`)
+	g.Expect(env.Client.Create(context.Background(), di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(phase(lsv1alpha1.PhaseProgressing))
+	start := time.Now()
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	got := get(g, di)()
+	g.Expect(time.Since(got.Status.LastReconcileTime.Time)).To(BeNumerically(">=", 1500*time.Millisecond-time.Second))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second))
+}
+
+func TestAbortProgressing(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "stuck", `{"phase":"Progressing"}`)
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(phase(lsv1alpha1.PhaseProgressing))
+	g.Consistently(get(g, di), 500*time.Millisecond, 100*time.Millisecond).Should(phase(lsv1alpha1.PhaseProgressing))
+
+	cur := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, cur, func(cur *lsv1alpha1.DeployItem) {
+		cur.Annotations = map[string]string{
+			lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationAbort),
+			lsv1alpha1.AbortTimeAnnotation: time.Now().UTC().Format(time.RFC3339),
+		}
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished(), noAnnotation(lsv1alpha1.OperationAnnotation)))
+	got := get(g, di)()
+	g.Expect(got.Status.LastError.Reason).To(Equal(lib.ReasonAborted))
+	g.Expect(got.Status.LastError.Operation).To(Equal(lib.OperationAbort))
+	g.Expect(got.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+	g.Expect(got.Annotations).NotTo(HaveKey(lsv1alpha1.AbortTimeAnnotation))
+}
+
+func TestOperationReconcileStartsOwnJob(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "again", "")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	first := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, first, func(first *lsv1alpha1.DeployItem) {
+		first.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(finished(), noAnnotation(lsv1alpha1.OperationAnnotation),
+		WithTransform(func(d *lsv1alpha1.DeployItem) string { return d.Status.JobID }, Not(Equal(first.Status.JobID)))))
+	got := get(g, di)()
+	g.Expect(got.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+	g.Expect(got.Status.LastReconcileTime.Time).NotTo(BeTemporally("<", first.Status.LastReconcileTime.Time))
+}
+
+func TestGenerationChangeStartsJob(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "gen", `{"phase":"Failed"}`)
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished()))
+
+	cur := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, cur, func(cur *lsv1alpha1.DeployItem) {
+		cur.Spec.Config = &runtime.RawExtension{Raw: []byte(`{` + header + `,"phase":"Succeeded"}`)}
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	got := get(g, di)()
+	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(got.Status.LastError).To(BeNil())
+}
+
+func TestForceReconcile(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "force", "")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	first := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, first, func(first *lsv1alpha1.DeployItem) {
+		first.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationForceReconcile)}
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(finished(), phase(lsv1alpha1.PhaseSucceeded),
+		WithTransform(func(d *lsv1alpha1.DeployItem) map[string]string { return d.Annotations }, Not(HaveKey(lsv1alpha1.OperationAnnotation)))))
+	g.Expect(get(g, di)().Status.JobID).NotTo(Equal(first.Status.JobID))
+}
+
+func TestDeletion(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	for _, name := range []string{"del", "keep"} {
+		di := item(ns, name, `{"export":{"a":1}}`)
+		if name == "keep" {
+			di.Annotations = map[string]string{lsv1alpha1.DeleteWithoutUninstallAnnotation: "true"}
+		}
+		g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+		g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+		g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}))
+		}, timeout, interval).Should(BeTrue(), name)
+	}
+	// The export Secret is deleted with the item, but kept with delete-without-uninstall.
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "del-export"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "del-export: %v", err)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep-export"}, &corev1.Secret{})).To(Succeed())
+}
+
+func TestOtherTypesUntouched(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "helm", `{"phase":"Succeeded"}`)
+	di.Spec.Type = lsv1alpha1.HelmDeployItemType
+	di.Annotations = map[string]string{
+		lsv1alpha1.OperationAnnotation:     string(lsv1alpha1.OperationReconcile),
+		lsv1alpha1.ReconcileTimeAnnotation: time.Now().UTC().Format(time.RFC3339),
+	}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	created := get(g, di)()
+	g.Consistently(func() string { return get(g, di)().ResourceVersion }, time.Second, 100*time.Millisecond).Should(Equal(created.ResourceVersion))
+}
+
+type eventsList struct{}
+
+func (eventsList) reasons(g *WithT, ns, name string) []string {
+	var list corev1.EventList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}

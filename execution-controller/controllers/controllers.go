@@ -1,0 +1,72 @@
+// Package controllers wires the execution controller's reconcilers into a
+// manager: the Execution reconciler (package execution) and the DeployItem
+// timeouts reconciler (package timeouts). The binary and the tests both
+// register them through AddToManager, so tests run exactly what ships.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+)
+
+// FieldManager is the server-side apply field manager of every write the
+// execution controller makes, so each field it owns is attributable to it
+// and a deployer's fields are never overwritten.
+const FieldManager = "execution-controller"
+
+// Options configure the execution controller.
+type Options struct {
+	// Timeouts are the deploy-item pickup, progressing and abort timeouts.
+	Timeouts timeouts.Config
+	// Controller overrides per-controller options (zero: the manager's defaults).
+	Controller controller.Options
+}
+
+// DefaultOptions returns the defaults of seed 001 (5m pickup, 10m progressing, 5m abort).
+func DefaultOptions() Options {
+	return Options{Timeouts: timeouts.DefaultConfig()}
+}
+
+// BindFlags registers --pickup-timeout, --progressing-timeout and
+// --abort-timeout; each takes a Go duration or "none". Values already set
+// in o become the defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.Var(&o.Timeouts.Pickup, "pickup-timeout",
+		`How long a deploy item may keep its reconcile-time annotation (no deployer picked it up) before it is set to Failed; "none" disables the check.`)
+	fs.Var(&o.Timeouts.Progressing, "progressing-timeout",
+		`Default progressing timeout for deploy items without spec.timeout: after it, operation: abort is set; "none" disables the check.`)
+	fs.Var(&o.Timeouts.Abort, "abort-timeout",
+		`How long a deploy item may take to abort before it is set to Failed; "none" disables the check.`)
+}
+
+// AddToManager registers the Execution reconciler and the DeployItem
+// timeouts reconciler with mgr.
+func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	exec := &execution.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder(FieldManager),
+		FieldManager: FieldManager,
+	}
+	if err := exec.SetupWithManager(ctx, mgr, opts.Controller); err != nil {
+		return fmt.Errorf("setting up the execution reconciler: %w", err)
+	}
+	to := &timeouts.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder(FieldManager),
+		FieldManager: FieldManager,
+		Config:       opts.Timeouts,
+	}
+	if err := to.SetupWithManager(mgr, opts.Controller); err != nil {
+		return fmt.Errorf("setting up the deploy-item timeouts reconciler: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/jobid"
+)
+
+// deleteState classifies an item during deletion. Deployers delete an item
+// when its deletionTimestamp is set (the deletion is the trigger; no job ID
+// is handed to a deleting item, which would race with a deletion that fails
+// fast), and remove their finalizer when done; a failed deletion leaves the
+// item Failed with a lastError newer than the deletion.
+type deleteState int
+
+const (
+	deleteNotStarted deleteState = iota
+	deleteRunning
+	deleteFailed
+)
+
+func deleteStateOf(di *lsv1alpha1.DeployItem) deleteState {
+	if di.DeletionTimestamp == nil {
+		return deleteNotStarted
+	}
+	le := di.Status.LastError
+	if di.Status.Phase.IsFailed() && le != nil && !le.LastUpdateTime.Before(di.DeletionTimestamp) &&
+		operation(di) != lsv1alpha1.OperationReconcile { // a retry has been requested
+		return deleteFailed
+	}
+	return deleteRunning
+}
+
+// deleteInOrder deletes the items of items that nothing else in items
+// depends on (reverse dependency order), passing delete-without-uninstall on
+// when withoutUninstall is set. It reports the names of items whose deletion
+// failed and whether any deletion is still running.
+func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[string]*lsv1alpha1.DeployItem, withoutUninstall bool) (failed []string, running bool, err error) {
+	g := depgraph.Graph{}
+	for n, di := range items {
+		g[n] = itemDependsOn(di)
+	}
+	deletable := map[string]bool{}
+	for _, n := range g.Deletable() {
+		deletable[n] = true
+	}
+	for _, n := range sortedKeys(items) {
+		di := items[n]
+		switch deleteStateOf(di) {
+		case deleteFailed:
+			// A failed deletion is a final verdict on the execution, so it
+			// is confirmed live: the cache may not show yet that a retry was
+			// requested (operation: reconcile) or started.
+			live := &lsv1alpha1.DeployItem{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(di), live); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // gone meanwhile
+				}
+				return nil, false, err
+			}
+			if deleteStateOf(live) != deleteFailed {
+				running = true
+				continue
+			}
+			failed = append(failed, n)
+			continue
+		case deleteRunning:
+			running = true
+		case deleteNotStarted:
+			if !deletable[n] {
+				running = true // waits for its dependents
+				continue
+			}
+		}
+		if withoutUninstall && di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] != "true" {
+			v := "true"
+			if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "",
+				map[string]*string{lsv1alpha1.DeleteWithoutUninstallAnnotation: &v}); err != nil {
+				return nil, false, client.IgnoreNotFound(err)
+			}
+		}
+		if di.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, di, client.Preconditions{UID: &di.UID}); err != nil && !apierrors.IsNotFound(err) {
+				return nil, false, fmt.Errorf("deleting deploy item %s: %w", di.Name, err)
+			}
+			running = true
+			ctrl.LoggerFrom(ctx).Info("deleting deploy item", "item", n, "deployItem", di.Name, "withoutUninstall", withoutUninstall)
+			r.Recorder.Eventf(s.exec, di, corev1.EventTypeNormal, EventItemDeleted, "Delete", "deleting deploy item %s (%s)", di.Name, n)
+		}
+	}
+	return failed, running, nil
+}
+
+// cleanupOrphans deletes items that left the spec, in reverse dependency
+// order. It reports true once none is left; a failed deletion fails the job
+// once no other orphan is still being deleted.
+func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error) {
+	inSpec := map[string]bool{}
+	for _, t := range s.exec.Spec.DeployItems {
+		inSpec[t.Name] = true
+	}
+	orphans := map[string]*lsv1alpha1.DeployItem{}
+	for n, di := range s.items {
+		if !inSpec[n] {
+			orphans[n] = di
+		}
+	}
+	if len(orphans) == 0 {
+		return true, nil
+	}
+	failed, running, err := r.deleteInOrder(ctx, s, orphans, false)
+	if err != nil {
+		return false, err
+	}
+	if len(failed) > 0 && !running {
+		r.failJob(ctx, s, OperationReconcile, ReasonOrphanDeleteFailed,
+			"deleting orphaned deploy items failed: "+strings.Join(failed, ", "), "")
+	}
+	return false, nil
+}
+
+// handleDeletion runs the deletion flow once the execution has a deletion
+// timestamp: InitDelete (a deletion job; delete-without-uninstall passed on)
+// → TriggerDelete (items deleted in reverse dependency order) → Deleting
+// (waiting) → finalizer removed, or DeleteFailed. A running install job is
+// finished first (seed 002).
+func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.exec.DeletionTimestamp == nil {
+		return ctrl.Result{}, nil
+	}
+	st := &s.exec.Status
+	log := ctrl.LoggerFrom(ctx)
+	if installRunning(st.Phase) && jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		return ctrl.Result{}, nil // the install job finishes first
+	}
+	s.done = true
+	if !controllerutil.ContainsFinalizer(s.exec, lsv1alpha1.Finalizer) {
+		s.gone = true
+		return ctrl.Result{}, nil
+	}
+
+	newJob := jobid.HasNewJob(st.JobID, st.JobIDFinished)
+	if !newJob || !deletePhase(st.Phase) {
+		// A deletion job has to start: the first one, or a retry after DeleteFailed.
+		if !newJob {
+			if !isRoot(s.exec) {
+				// The installation controller hands the deletion job over.
+				log.V(1).Info("waiting for the owning installation to hand over a deletion job")
+				meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+					Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonWaitingForJob,
+					Message: "deletion waits for a job from the owning installation", ObservedGeneration: s.exec.Generation,
+				})
+				return ctrl.Result{}, nil
+			}
+			if st.Phase == lsv1alpha1.PhaseDeleteFailed && operation(s.exec) != lsv1alpha1.OperationReconcile {
+				if len(s.items) == 0 {
+					// The items went away after all (e.g. removed by hand):
+					// nothing is left to delete.
+					return ctrl.Result{}, r.removeFinalizer(ctx, s)
+				}
+				return ctrl.Result{}, nil // stays DeleteFailed until operation: reconcile
+			}
+			st.JobID = jobid.New()
+			s.guardStatus = true
+			if operation(s.exec) == lsv1alpha1.OperationReconcile {
+				s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationReconcile))
+			}
+		}
+		r.beginJob(s, lsv1alpha1.PhaseInitDelete)
+		if s.guardStatus {
+			return ctrl.Result{}, nil // the status write brings the next reconcile
+		}
+	}
+
+	withoutUninstall := s.exec.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
+	if st.Phase == lsv1alpha1.PhaseInitDelete {
+		// Pass delete-without-uninstall on to every item, and on a retry ask
+		// the deployers to retry deletions that failed before - in one write
+		// per item, so a deployer never retries without seeing the former.
+		for _, n := range sortedKeys(s.items) {
+			di := s.items[n]
+			set := map[string]*string{}
+			if withoutUninstall {
+				set[lsv1alpha1.DeleteWithoutUninstallAnnotation] = ptr.To("true")
+			}
+			if deleteStateOf(di) == deleteFailed {
+				set[lsv1alpha1.OperationAnnotation] = ptr.To(string(lsv1alpha1.OperationReconcile))
+			}
+			if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
+		}
+		st.Phase = lsv1alpha1.PhaseTriggerDelete
+	}
+
+	if len(s.items) == 0 {
+		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+	}
+	failed, running, err := r.deleteInOrder(ctx, s, s.items, withoutUninstall)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(failed) > 0 && !running {
+		log.Info("deletion failed", "failedItems", failed)
+		r.finishJob(s, lsv1alpha1.PhaseDeleteFailed, &lsv1alpha1.Error{
+			Operation: OperationDelete, Reason: ReasonDeleteFailed,
+			Message: "deleting deploy items failed: " + strings.Join(failed, ", "),
+		})
+		return ctrl.Result{}, nil
+	}
+	allTriggered := true
+	for _, di := range s.items {
+		if di.DeletionTimestamp == nil {
+			allTriggered = false
+		}
+	}
+	if allTriggered {
+		st.Phase = lsv1alpha1.PhaseDeleting
+	} else {
+		st.Phase = lsv1alpha1.PhaseTriggerDelete
+	}
+	return ctrl.Result{}, nil
+}
+
+// removeFinalizer lets the execution go once its items are gone.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	base := s.exec.DeepCopy()
+	controllerutil.RemoveFinalizer(s.exec, lsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, s.exec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(r.FieldManager)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
+	}
+	s.gone = true
+	st := &s.exec.Status
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
+		observeJob(ReasonDeleted, r.Now().Sub(c.LastTransitionTime.Time))
+	}
+	ctrl.LoggerFrom(ctx).Info("all deploy items deleted; execution released")
+	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonDeleted, "Delete", "all deploy items deleted")
+	return nil
+}

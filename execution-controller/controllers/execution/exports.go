@@ -1,0 +1,133 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// ExportSecretKey is the key of an item's export Secret that holds the
+// exported value (JSON or YAML).
+const ExportSecretKey = "export"
+
+// gatherExports collects the exports of the items (the Secrets their
+// status.exportRef names) into one DataObject, {<item name>: <value>}, and
+// points status.exportRef at it. Items without exportRef contribute nothing.
+func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
+	data := map[string]any{}
+	for _, t := range s.exec.Spec.DeployItems {
+		di := s.items[t.Name]
+		if di == nil || di.Status.ExportReference == nil {
+			continue
+		}
+		ref := di.Status.ExportReference
+		if ref.Namespace != "" && ref.Namespace != di.Namespace {
+			return fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", t.Name, ref.Namespace)
+		}
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: di.Namespace, Name: ref.Name}, secret); err != nil {
+			return fmt.Errorf("reading exports of deploy item %s: %w", t.Name, err)
+		}
+		v, err := decodeExport(secret)
+		if err != nil {
+			return fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", t.Name, ref.Name, err)
+		}
+		data[t.Name] = v
+	}
+
+	name := ExportsObjectName(s.exec.Name)
+	cur := &lsv1alpha1.DataObject{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)
+	switch {
+	case err == nil && ownedBy(cur, s.exec) && sameData(cur.Data.RawMessage, data):
+		// unchanged: no write
+	case err == nil || apierrors.IsNotFound(err):
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
+			"kind":       "DataObject",
+			"metadata": map[string]any{
+				"name":      name,
+				"namespace": s.exec.Namespace,
+				"labels":    map[string]any{lsv1alpha1.ManagedByExecutionLabel: ManagedByValue(s.exec.Name)},
+				"ownerReferences": []any{map[string]any{
+					"apiVersion": lsv1alpha1.SchemeGroupVersion.String(), "kind": "Execution",
+					"name": s.exec.Name, "uid": string(s.exec.UID), "controller": true, "blockOwnerDeletion": true,
+				}},
+			},
+			"data": data,
+		}}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("writing exports DataObject %s: %w", name, err)
+		}
+	default:
+		return fmt.Errorf("reading exports DataObject %s: %w", name, err)
+	}
+	s.exec.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: name, Namespace: s.exec.Namespace}
+	return nil
+}
+
+func ownedBy(o client.Object, exec *lsv1alpha1.Execution) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == exec.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func sameData(raw json.RawMessage, want map[string]any) bool {
+	var have any
+	if len(raw) == 0 || json.Unmarshal(raw, &have) != nil {
+		return false
+	}
+	wantRaw, err := json.Marshal(want)
+	if err != nil {
+		return false
+	}
+	var w any
+	if json.Unmarshal(wantRaw, &w) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(have, w)
+}
+
+// decodeExport reads an export Secret: the value under ExportSecretKey, or
+// when that key is absent, every key as a field of one object. Values are
+// JSON or YAML; anything else is kept as a string.
+func decodeExport(secret *corev1.Secret) (any, error) {
+	if raw, ok := secret.Data[ExportSecretKey]; ok {
+		return decodeValue(raw)
+	}
+	out := map[string]any{}
+	for k, raw := range secret.Data {
+		v, err := decodeValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func decodeValue(raw []byte) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err == nil {
+		return v, nil
+	}
+	if j, err := yaml.YAMLToJSON(raw); err == nil {
+		if err := json.Unmarshal(j, &v); err == nil {
+			return v, nil
+		}
+	}
+	return string(raw), nil
+}

@@ -1,0 +1,317 @@
+package execution
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// OwnerIndex is the field index of deploy items by the name of the
+// Execution that controls them, so an execution lists its items from the
+// cache without a label scan.
+const OwnerIndex = "terrace.dev/execution"
+
+func indexOwner(o client.Object) []string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "Execution" || !strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") {
+		return nil
+	}
+	return []string{ref.Name}
+}
+
+// ItemObjectName is the deterministic name of the DeployItem for item of
+// execution exec: "<exec>-<item>". Deterministic names make creation
+// idempotent, so a restarted controller never creates an item twice. Names
+// that would exceed the 253-character limit are shortened with a hash.
+func ItemObjectName(exec, item string) string {
+	return shorten(exec+"-"+item, validation.DNS1123SubdomainMaxLength)
+}
+
+// ExportsObjectName is the name of the DataObject holding exec's exports.
+func ExportsObjectName(exec string) string {
+	return shorten(exec+"-exports", validation.DNS1123SubdomainMaxLength)
+}
+
+// ManagedByValue is the value of the managed-by label for exec: its name when
+// that is a valid label value, otherwise a shortened form with a hash.
+func ManagedByValue(exec string) string {
+	if len(validation.IsValidLabelValue(exec)) == 0 {
+		return exec
+	}
+	return strings.Trim(shorten(exec, validation.LabelValueMaxLength), ".-_")
+}
+
+func shorten(s string, maxLen int) string {
+	if len(s) <= maxLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:])[:10]
+	return strings.TrimRight(s[:maxLen-11], ".-") + "-" + h
+}
+
+// itemName returns the name of an item inside its execution.
+func itemName(di *lsv1alpha1.DeployItem) string {
+	if n := di.Labels[lsv1alpha1.ExecutionItemNameLabel]; n != "" {
+		return n
+	}
+	// Someone removed the label: the object name still identifies it (and it
+	// can never clash with a valid item name, which has no '/').
+	return "object/" + di.Name
+}
+
+// itemDependsOn reads the dependencies recorded on an item, which is all
+// that is left of an orphan's position in the graph once it left the spec.
+func itemDependsOn(di *lsv1alpha1.DeployItem) []string {
+	v := di.Annotations[lsv1alpha1.DependsOnAnnotation]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// specGraph is the dependency graph of the execution's spec.
+func specGraph(exec *lsv1alpha1.Execution) depgraph.Graph {
+	g := depgraph.Graph{}
+	for _, t := range exec.Spec.DeployItems {
+		g[t.Name] = t.DependsOn
+	}
+	return g
+}
+
+// loadItems reads the execution's items from the cache.
+func (r *Reconciler) loadItems(ctx context.Context, s *scope) (ctrl.Result, error) {
+	list := &lsv1alpha1.DeployItemList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.exec.Namespace), client.MatchingFields{OwnerIndex: s.exec.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing deploy items: %w", err)
+	}
+	s.items = map[string]*lsv1alpha1.DeployItem{}
+	for i := range list.Items {
+		di := &list.Items[i]
+		if ref := metav1.GetControllerOf(di); ref == nil || ref.UID != s.exec.UID {
+			continue // a namesake from an earlier execution of that name
+		}
+		s.items[itemName(di)] = di
+	}
+	return ctrl.Result{}, nil
+}
+
+// desiredItem is the apply body of the DeployItem for template t: spec,
+// labels, the depends-on annotation and the controller reference. It never
+// names status, the deployer's finalizer or the reconcile-time annotation.
+func desiredItem(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) (*unstructured.Unstructured, error) {
+	labels := map[string]any{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[lsv1alpha1.ManagedByExecutionLabel] = ManagedByValue(exec.Name)
+	labels[lsv1alpha1.ExecutionItemNameLabel] = t.Name
+	meta := map[string]any{
+		"name":      ItemObjectName(exec.Name, t.Name),
+		"namespace": exec.Namespace,
+		"labels":    labels,
+		"ownerReferences": []any{map[string]any{
+			"apiVersion":         lsv1alpha1.SchemeGroupVersion.String(),
+			"kind":               "Execution",
+			"name":               exec.Name,
+			"uid":                string(exec.UID),
+			"controller":         true,
+			"blockOwnerDeletion": true,
+		}},
+	}
+	if len(t.DependsOn) > 0 {
+		deps := slices.Clone(t.DependsOn)
+		sort.Strings(deps)
+		meta["annotations"] = map[string]any{lsv1alpha1.DependsOnAnnotation: strings.Join(deps, ",")}
+	}
+	spec := lsv1alpha1.DeployItemSpec{
+		Type:    t.Type,
+		Target:  t.Target,
+		Context: exec.Spec.Context,
+		Timeout: t.Timeout,
+	}
+	if len(t.Config.Raw) > 0 {
+		spec.Config = t.Config.DeepCopy()
+	}
+	specMap, err := toMap(spec)
+	if err != nil {
+		return nil, fmt.Errorf("item %s: %w", t.Name, err)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
+		"kind":       "DeployItem",
+		"metadata":   meta,
+		"spec":       specMap,
+	}}, nil
+}
+
+// upToDate reports whether cur already matches what desiredItem would apply,
+// so that an unchanged item costs no API request.
+func upToDate(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem) bool {
+	if cur == nil {
+		return false
+	}
+	if ref := metav1.GetControllerOf(cur); ref == nil || ref.UID != exec.UID {
+		return false
+	}
+	for k, v := range t.Labels {
+		if cur.Labels[k] != v {
+			return false
+		}
+	}
+	if cur.Labels[lsv1alpha1.ManagedByExecutionLabel] != ManagedByValue(exec.Name) ||
+		cur.Labels[lsv1alpha1.ExecutionItemNameLabel] != t.Name {
+		return false
+	}
+	deps := slices.Clone(t.DependsOn)
+	sort.Strings(deps)
+	if cur.Annotations[lsv1alpha1.DependsOnAnnotation] != strings.Join(deps, ",") {
+		return false
+	}
+	if cur.Spec.Type != t.Type || cur.Spec.Context != exec.Spec.Context ||
+		!equality.Semantic.DeepEqual(cur.Spec.Target, t.Target) ||
+		!equality.Semantic.DeepEqual(cur.Spec.Timeout, t.Timeout) {
+		return false
+	}
+	return sameJSON(cur.Spec.Config, &t.Config)
+}
+
+func sameJSON(a, b *runtime.RawExtension) bool {
+	var av, bv any
+	if a != nil && len(a.Raw) > 0 {
+		if json.Unmarshal(a.Raw, &av) != nil {
+			return false
+		}
+	}
+	if b != nil && len(b.Raw) > 0 {
+		if json.Unmarshal(b.Raw, &bv) != nil {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(av, bv)
+}
+
+// syncItems creates or updates the DeployItem of every spec entry. With
+// createOnly, existing items are left alone (spec changes are applied at the
+// start of the next job, not in the middle of one).
+func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
+	log := ctrl.LoggerFrom(ctx)
+	for i := range s.exec.Spec.DeployItems {
+		t := &s.exec.Spec.DeployItems[i]
+		cur := s.items[t.Name]
+		if cur != nil && (createOnly || upToDate(s.exec, t, cur)) {
+			continue
+		}
+		u, err := desiredItem(s.exec, t)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying deploy item %s: %w", t.Name, err)
+		}
+		applied := &lsv1alpha1.DeployItem{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
+			return fmt.Errorf("reading applied deploy item %s: %w", t.Name, err)
+		}
+		if cur == nil {
+			log.Info("created deploy item", "item", t.Name, "deployItem", applied.Name)
+			r.Recorder.Eventf(s.exec, nil, "Normal", EventItemCreated, "Create", "created deploy item %s (%s)", applied.Name, t.Name)
+			s.items[t.Name] = applied
+		} else {
+			log.Info("updated deploy item", "item", t.Name, "deployItem", applied.Name)
+			// keep the status we know; the spec is what changed
+			cur.Spec = applied.Spec
+		}
+	}
+	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(s.exec.Spec.DeployItems))
+	for _, t := range s.exec.Spec.DeployItems {
+		refs = append(refs, lsv1alpha1.NamedObjectReference{Name: t.Name, Reference: lsv1alpha1.ObjectReference{
+			Name: ItemObjectName(s.exec.Name, t.Name), Namespace: s.exec.Namespace,
+		}})
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	s.exec.Status.DeployItemReferences = refs
+	return nil
+}
+
+// handOver gives job to the item: first the reconcile-time annotation (so a
+// deployer that picks the job up at once finds it to remove), then
+// status.jobID. A live read guards against handing the same job twice from a
+// stale cache: re-stamping reconcile-time after the deployer removed it would
+// fire a false pickup timeout.
+func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, job string) (bool, error) {
+	live := &lsv1alpha1.DeployItem{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(di), live); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if live.Status.JobID == job {
+		*di = *live
+		return false, nil
+	}
+	stamp := r.Now().UTC().Format(time.RFC3339)
+	set := map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: &stamp}
+	// The deployer continues this job's trace (only written when tracing is on).
+	if tc, ok := tracing.Inject(ctx, live.Annotations)[tracing.TraceContextAnnotation]; ok {
+		set[tracing.TraceContextAnnotation] = &tc
+	}
+	if err := patch.Annotations(ctx, r.Client, r.FieldManager, live, live.ResourceVersion, set); err != nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
+		"kind":       "DeployItem",
+		"metadata":   map[string]any{"name": live.Name, "namespace": live.Namespace},
+		"status":     map[string]any{"jobID": job},
+	}}
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("handing job to deploy item %s: %w", live.Name, err)
+	}
+	live.Status.JobID = job
+	*di = *live
+	return true, nil
+}
+
+// itemState classifies an item against the execution's current job.
+type itemState int
+
+const (
+	statePending itemState = iota // not handed the job yet
+	stateRunning
+	stateSucceeded
+	stateFailed
+)
+
+func stateOf(di *lsv1alpha1.DeployItem, job string) itemState {
+	switch {
+	case di == nil || di.Status.JobID != job:
+		return statePending
+	case !jobid.Finished(di.Status.JobID, di.Status.JobIDFinished):
+		return stateRunning
+	case di.Status.Phase == lsv1alpha1.PhaseSucceeded:
+		return stateSucceeded
+	default:
+		return stateFailed
+	}
+}

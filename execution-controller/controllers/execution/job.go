@@ -1,0 +1,403 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/jobid"
+)
+
+// Condition types and reasons (metav1.Conditions on the execution, and the
+// reasons of Events, so `kubectl get events --field-selector reason=...` works).
+const (
+	// ConditionProgressing is True while a job runs; its lastTransitionTime is
+	// the job's start (which is also how the job-duration metric survives a
+	// controller restart).
+	ConditionProgressing = "Progressing"
+
+	ReasonJobStarted          = "JobStarted"
+	ReasonSucceeded           = "Succeeded"
+	ReasonDeployItemsFailed   = "DeployItemsFailed"
+	ReasonCyclicDependencies  = "CyclicDependencies"
+	ReasonUnknownDependencies = "UnknownDependencies"
+	ReasonInterrupted         = lsv1alpha1.ReasonInterrupted
+	ReasonOrphanDeleteFailed  = "OrphanDeletionFailed"
+	ReasonExportsFailed       = "ExportsFailed"
+	ReasonDeleteFailed        = "DeleteFailed"
+	ReasonDeleted             = "Deleted"
+	ReasonReconcileIgnored    = "ReconcileIgnored"
+	ReasonReconcilePostponed  = "ReconcilePostponed"
+	ReasonWaitingForJob       = "WaitingForJob"
+
+	EventItemCreated = "DeployItemCreated"
+	EventItemStarted = "DeployItemStarted"
+	EventItemDeleted = "DeployItemDeleted"
+)
+
+// OperationReconcile is lastError.operation for failures of the install flow;
+// OperationDelete for the deletion flow.
+const (
+	OperationReconcile = "Reconcile"
+	OperationDelete    = "Delete"
+)
+
+// isRoot reports whether no installation owns the execution. Only then does
+// this controller write status.jobID (starting jobs on operation: reconcile);
+// otherwise the installation controller is that field's only writer.
+func isRoot(exec *lsv1alpha1.Execution) bool {
+	if _, ok := exec.Labels[lsv1alpha1.EncompassedByLabel]; ok {
+		return false
+	}
+	for _, ref := range exec.OwnerReferences {
+		if ref.Kind == "Installation" && strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+func installRunning(p lsv1alpha1.Phase) bool {
+	switch p {
+	case lsv1alpha1.PhaseInit, lsv1alpha1.PhaseCleanupOrphaned, lsv1alpha1.PhaseObjectsCreated,
+		lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseCompleting:
+		return true
+	}
+	return false
+}
+
+func deletePhase(p lsv1alpha1.Phase) bool {
+	return p == lsv1alpha1.PhaseInitDelete || p == lsv1alpha1.PhaseTriggerDelete || p == lsv1alpha1.PhaseDeleting
+}
+
+func operation(o client.Object) lsv1alpha1.Operation {
+	return lsv1alpha1.Operation(o.GetAnnotations()[lsv1alpha1.OperationAnnotation])
+}
+
+// removeOperation removes the operation annotation if it still holds op, once
+// the status write that acted on it has succeeded.
+func (r *Reconciler) removeOperation(s *scope, op lsv1alpha1.Operation) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if operation(s.exec) != op {
+			return nil
+		}
+		return patch.Annotations(ctx, r.Client, r.FieldManager, s.exec, "",
+			map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+	}
+}
+
+// ensureFinalizer keeps the execution until its items are gone. The patch
+// carries the resourceVersion, so it cannot drop a finalizer someone else
+// added meanwhile.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.exec.DeletionTimestamp != nil || controllerutil.ContainsFinalizer(s.exec, lsv1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	base := s.exec.DeepCopy()
+	controllerutil.AddFinalizer(s.exec, lsv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, s.exec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(r.FieldManager)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	}
+	// The patch response carries the server's status; keep ours.
+	s.exec.Status = *base.Status.DeepCopy()
+	return ctrl.Result{}, nil
+}
+
+// handleInterrupt implements operation: interrupt (seed 002): every item still
+// running the current job ends Failed with jobIDFinished = jobID and a
+// lastError saying so; the execution's job ends Failed the same way; the
+// annotation is removed once that is written.
+func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if operation(s.exec) != lsv1alpha1.OperationInterrupt {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	st := &s.exec.Status
+	job := st.JobID
+	msg := fmt.Sprintf("job %s was interrupted by operation: interrupt on execution %s", job, s.exec.Name)
+	var interrupted []string
+	for _, name := range sortedKeys(s.items) {
+		di := s.items[name]
+		if job == "" || stateOf(di, job) != stateRunning {
+			continue
+		}
+		if err := patch.FailItem(ctx, r.Client, r.FieldManager, di, lsv1alpha1.Error{
+			Operation: lsv1alpha1.OperationInterrupted,
+			Reason:    lsv1alpha1.ReasonInterrupted,
+			Message:   msg,
+			Codes:     []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted},
+		}, r.Now()); err != nil {
+			return ctrl.Result{}, err
+		}
+		interrupted = append(interrupted, name)
+	}
+	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		final := lsv1alpha1.PhaseFailed
+		if deletePhase(st.Phase) {
+			final = lsv1alpha1.PhaseDeleteFailed
+		}
+		r.finishJob(s, final, &lsv1alpha1.Error{
+			Operation: lsv1alpha1.OperationInterrupted,
+			Reason:    lsv1alpha1.ReasonInterrupted,
+			Message:   msg,
+			Codes:     []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted},
+		})
+	}
+	log.Info("job interrupted", "interruptedItems", interrupted)
+	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonInterrupted, "Interrupt",
+		"job %s interrupted; %d running deploy items set to Failed", job, len(interrupted))
+	s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationInterrupt))
+	s.done = true
+	return ctrl.Result{}, nil
+}
+
+// handleReconcileOperation starts a job on operation: reconcile for an
+// execution no installation owns. On an owned execution the annotation has no
+// effect and is removed; while a job runs it is postponed (seed 002).
+func (r *Reconciler) handleReconcileOperation(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if operation(s.exec) != lsv1alpha1.OperationReconcile {
+		return ctrl.Result{}, nil
+	}
+	st := &s.exec.Status
+	if !isRoot(s.exec) {
+		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonReconcileIgnored, "Reconcile",
+			"operation: reconcile has no effect on an execution owned by an installation; removed")
+		return ctrl.Result{}, r.removeOperation(s, lsv1alpha1.OperationReconcile)(ctx)
+	}
+	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		ctrl.LoggerFrom(ctx).V(1).Info("operation: reconcile postponed until the running job finishes")
+		return ctrl.Result{}, nil
+	}
+	st.JobID = jobid.New()
+	r.beginJob(s, lsv1alpha1.PhaseInit)
+	// Guarded: a stale cache showing the annotation after it was handled
+	// must not start a second job.
+	s.guardStatus = true
+	s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationReconcile))
+	ctrl.LoggerFrom(ctx).Info("job started by operation: reconcile", "newJobID", st.JobID)
+	// The status write triggers the next reconcile, which runs the job.
+	s.done = true
+	return ctrl.Result{}, nil
+}
+
+// beginJob resets the status for the job in status.jobID.
+func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
+	st := &s.exec.Status
+	st.Phase = phase
+	st.ObservedGeneration = s.exec.Generation
+	st.LastError = nil
+	// Removed first so the transition time is the job's start even when the
+	// previous job ended with the same status.
+	meta.RemoveStatusCondition(&st.Conditions, ConditionProgressing)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonJobStarted,
+		Message: "job " + st.JobID + " started", ObservedGeneration: s.exec.Generation,
+		LastTransitionTime: metav1.NewTime(r.Now()),
+	})
+	job := st.JobID
+	s.afterStatus = append(s.afterStatus, func(context.Context) error {
+		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonJobStarted, "StartJob", "job %s started (%s)", job, phase)
+		return nil
+	})
+}
+
+// finishJob ends the current job in a final phase.
+func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1alpha1.Error) {
+	st := &s.exec.Status
+	now := metav1.NewTime(r.Now())
+	st.Phase = phase
+	st.JobIDFinished = st.JobID
+	if lastErr != nil {
+		lastErr.LastTransitionTime, lastErr.LastUpdateTime = now, now
+	}
+	st.LastError = lastErr
+	var took time.Duration
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
+		took = now.Sub(c.LastTransitionTime.Time)
+	}
+	reason, msg, ready := ReasonSucceeded, "job "+st.JobID+" succeeded", metav1.ConditionTrue
+	if lastErr != nil {
+		reason, msg, ready = lastErr.Reason, lastErr.Message, metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: msg,
+		ObservedGeneration: s.exec.Generation,
+	})
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: lsv1alpha1.ConditionReady, Status: ready, Reason: reason, Message: msg,
+		ObservedGeneration: s.exec.Generation,
+	})
+	eventType := corev1.EventTypeNormal
+	if lastErr != nil {
+		eventType = corev1.EventTypeWarning
+	}
+	// Guarded and reported only once written: a reconcile working from a
+	// stale copy (the cache not yet showing this very end) conflicts instead
+	// of ending the job twice (no duplicate event, no duplicate metric).
+	s.guardStatus = true
+	job := st.JobID
+	s.afterStatus = append(s.afterStatus, func(context.Context) error {
+		if took > 0 {
+			observeJob(phase, took)
+		}
+		r.Recorder.Eventf(s.exec, nil, eventType, reason, "FinishJob", "job %s ended %s: %s", job, phase, msg)
+		return nil
+	})
+}
+
+func (r *Reconciler) failJob(ctx context.Context, s *scope, operation, reason, msg string, code lsv1alpha1.ErrorCode) {
+	ctrl.LoggerFrom(ctx).Info("job failed", "reason", reason, "message", msg)
+	le := &lsv1alpha1.Error{Operation: operation, Reason: reason, Message: msg}
+	if code != "" {
+		le.Codes = []lsv1alpha1.ErrorCode{code}
+	}
+	r.finishJob(s, lsv1alpha1.PhaseFailed, le)
+}
+
+// startJob notices a job handed to the execution (status.jobID moved while
+// the previous one had finished) and starts it in phase Init.
+func (r *Reconciler) startJob(_ context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.exec.Status
+	if !jobid.HasNewJob(st.JobID, st.JobIDFinished) || installRunning(st.Phase) {
+		return ctrl.Result{}, nil
+	}
+	r.beginJob(s, lsv1alpha1.PhaseInit)
+	return ctrl.Result{}, nil
+}
+
+// runJob advances the install flow: Init (validate, create/update items) →
+// CleanupOrphaned → Progressing (hand the job to items in dependency order)
+// → Completing (exports) → Succeeded, or Failed.
+func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.exec.Status
+	if !jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		return ctrl.Result{}, nil
+	}
+	job := st.JobID
+	g := specGraph(s.exec)
+	// Validated on every step, not only in Init: a spec edited mid-job
+	// must not leave the job waiting on items that can never start.
+	if err := g.Validate(); err != nil {
+		var cyc *depgraph.CycleError
+		if errors.As(err, &cyc) {
+			r.failJob(ctx, s, OperationReconcile, ReasonCyclicDependencies, err.Error(), lsv1alpha1.ErrorCyclicDependencies)
+		} else {
+			r.failJob(ctx, s, OperationReconcile, ReasonUnknownDependencies, err.Error(), lsv1alpha1.ErrorConfigurationProblem)
+		}
+		return ctrl.Result{}, nil
+	}
+
+	if st.Phase == lsv1alpha1.PhaseInit {
+		if err := r.syncItems(ctx, s, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		st.Phase = lsv1alpha1.PhaseCleanupOrphaned
+	}
+	if st.Phase == lsv1alpha1.PhaseCleanupOrphaned {
+		done, err := r.cleanupOrphans(ctx, s)
+		if err != nil || !done {
+			return ctrl.Result{}, err
+		}
+		st.Phase = lsv1alpha1.PhaseProgressing
+	}
+	if st.Phase == lsv1alpha1.PhaseProgressing || st.Phase == lsv1alpha1.PhaseObjectsCreated {
+		st.Phase = lsv1alpha1.PhaseProgressing
+		// An item deleted by hand mid-job is recreated (with the spec it had
+		// at job start or newer).
+		if err := r.syncItems(ctx, s, true); err != nil {
+			return ctrl.Result{}, err
+		}
+		done, err := r.progress(ctx, s, g, job)
+		if err != nil || !done {
+			return ctrl.Result{}, err
+		}
+		st.Phase = lsv1alpha1.PhaseCompleting
+	}
+	if st.Phase == lsv1alpha1.PhaseCompleting {
+		if err := r.gatherExports(ctx, s); err != nil {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
+				Message: err.Error(), ObservedGeneration: s.exec.Generation,
+			})
+			return ctrl.Result{}, err
+		}
+		r.finishJob(s, lsv1alpha1.PhaseSucceeded, nil)
+		ctrl.LoggerFrom(ctx).Info("job succeeded")
+	}
+	return ctrl.Result{}, nil
+}
+
+// progress hands the job to every item whose dependencies have succeeded.
+// Once an item failed no further item starts; the job ends Failed when no
+// item runs any more. It reports true when every item succeeded.
+func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, job string) (bool, error) {
+	log := ctrl.LoggerFrom(ctx)
+	state := func(n string) itemState { return stateOf(s.items[n], job) }
+	var failed, running []string
+	succeeded := 0
+	for _, n := range g.Order() {
+		switch state(n) {
+		case stateFailed:
+			failed = append(failed, n)
+		case stateRunning:
+			running = append(running, n)
+		case stateSucceeded:
+			succeeded++
+		}
+	}
+	if len(failed) > 0 {
+		if len(running) == 0 {
+			r.failJob(ctx, s, OperationReconcile, ReasonDeployItemsFailed,
+				fmt.Sprintf("deploy items failed: %s", strings.Join(failed, ", ")), "")
+		} else {
+			log.V(1).Info("waiting for running deploy items before failing", "failed", failed, "running", running)
+		}
+		return false, nil
+	}
+	if succeeded == len(g) {
+		return true, nil
+	}
+	startable := g.Startable(
+		func(n string) bool { return state(n) != statePending },
+		func(n string) bool { return state(n) == stateSucceeded },
+	)
+	for _, n := range startable {
+		di := s.items[n]
+		if di == nil {
+			continue // created this reconcile but not readable yet: the next event brings it
+		}
+		handed, err := r.handOver(ctx, di, job)
+		if err != nil {
+			return false, err
+		}
+		if handed {
+			log.Info("deploy item started", "item", n, "deployItem", di.Name)
+			r.Recorder.Eventf(s.exec, di, corev1.EventTypeNormal, EventItemStarted, "HandOverJob",
+				"handed job %s to deploy item %s (%s)", job, di.Name, n)
+		}
+	}
+	return false, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,219 @@
+// Package execution reconciles Executions: it expands spec.deployItems into
+// DeployItems (deterministic names, owner reference, labels), hands the
+// execution's job to each item once everything it dependsOn has succeeded,
+// gathers the items' exports into one DataObject, and runs the deletion flow
+// (items deleted in reverse dependency order).
+//
+// The controller never calls a deployer: it writes an item's spec, its
+// reconcile-time annotation and status.jobID, and reads the phase and
+// jobIDFinished the deployer writes back. Every write names only the fields
+// this controller owns (server-side apply, or merge patches of single keys).
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// ControllerName names the controller (logs, metrics, events).
+const ControllerName = "execution"
+
+var tracer = otel.Tracer("github.com/terrace-dev/terrace/execution-controller/controllers/execution")
+
+// Least privilege for this reconciler (collected into the binary's ClusterRole by make generate-rbac).
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/status,verbs=patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems/status,verbs=patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles Executions.
+type Reconciler struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server directly: for an item right
+	// before handing it a job (the cache may lag the deployer's pickup), and
+	// for export Secrets (not worth caching every Secret of the cluster).
+	APIReader client.Reader
+	// Recorder emits events on executions.
+	Recorder events.EventRecorder
+	// FieldManager is the field manager of every write.
+	FieldManager string
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+}
+
+// SetupWithManager checks the reconciler's inputs, registers the field index
+// on deploy items and the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("execution: Client is nil")
+	case r.APIReader == nil:
+		return errors.New("execution: APIReader is nil")
+	case r.Recorder == nil:
+		return errors.New("execution: Recorder is nil")
+	case r.FieldManager == "":
+		return errors.New("execution: FieldManager is empty")
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	registerMetrics()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.DeployItem{}, OwnerIndex, indexOwner); err != nil {
+		return fmt.Errorf("indexing deploy items by execution: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		// Status changes of the execution matter (a parent hands over a job
+		// by writing status.jobID), so no generation filter.
+		For(&lsv1alpha1.Execution{}).
+		// Item status (phase, jobIDFinished, exportRef) drives the job.
+		Owns(&lsv1alpha1.DeployItem{}).
+		Complete(r)
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	exec   *lsv1alpha1.Execution
+	before lsv1alpha1.ExecutionStatus
+	// items are the deploy items the execution controls, by item name.
+	items map[string]*lsv1alpha1.DeployItem
+	// gone is set when the execution's finalizer was removed: no status write.
+	gone bool
+	// guardStatus makes the status write conditional on the execution's
+	// resourceVersion (used when starting or ending a job, so a reconcile
+	// working from a stale cache can neither start a second job nor end one
+	// twice).
+	guardStatus bool
+	// afterStatus runs after a successful status write (e.g. removing the
+	// operation annotation that caused it, so it is never lost).
+	afterStatus []func(context.Context) error
+	// done stops the phase list.
+	done bool
+}
+
+type phaseFunc func(context.Context, *scope) (ctrl.Result, error)
+
+// Reconcile runs the phases and writes the execution's status once, at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	exec := &lsv1alpha1.Execution{}
+	if err := r.Client.Get(ctx, req.NamespacedName, exec); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// One job is one trace: continue the trace of whoever handed the job over
+	// (the annotation is absent, and this a no-op, when tracing is off).
+	ctx, span := tracer.Start(tracing.Extract(ctx, exec.Annotations), "Execution.Reconcile",
+		trace.WithAttributes(attribute.String("execution", req.String()), attribute.String("jobID", exec.Status.JobID)))
+	defer span.End()
+	log := ctrl.LoggerFrom(ctx).WithValues("jobID", exec.Status.JobID, "phase", exec.Status.Phase)
+	ctx = ctrl.LoggerInto(ctx, log)
+	s := &scope{exec: exec, before: *exec.Status.DeepCopy()}
+
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) {
+				// We acted on a stale copy; the newer version's watch event
+				// (not yet seen by the cache) triggers the next reconcile.
+				log.V(1).Info("execution changed during reconcile", "error", err.Error())
+				return
+			}
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	return r.doReconcile(ctx, s)
+}
+
+func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := []phaseFunc{
+		r.loadItems,
+		r.ensureFinalizer,
+		r.handleInterrupt,
+		r.handleDeletion,
+		r.handleReconcileOperation,
+		r.startJob,
+		r.runJob,
+	}
+	for _, phase := range phases {
+		res, err := phase(ctx, s)
+		if err != nil || !res.IsZero() || s.done {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchStatus writes the fields of the execution's status this controller
+// owns with server-side apply, and only when they changed. status.jobID is
+// included only for executions without an owning installation: for the
+// others the installation controller is its only writer.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.gone {
+		return nil
+	}
+	now, before := s.exec.Status, s.before
+	if !isRoot(s.exec) {
+		now.JobID, before.JobID = "", ""
+	}
+	if !equality.Semantic.DeepEqual(now, before) {
+		body, err := toMap(now)
+		if err != nil {
+			return err
+		}
+		meta := map[string]any{"name": s.exec.Name, "namespace": s.exec.Namespace}
+		if s.guardStatus {
+			meta["resourceVersion"] = s.exec.ResourceVersion
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
+			"kind":       "Execution",
+			"metadata":   meta,
+			"status":     body,
+		}}
+		if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("writing execution status: %w", err)
+		}
+	}
+	for _, f := range s.afterStatus {
+		if err := f(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toMap converts a typed value into the generic form server-side apply
+// sends, dropping empty fields (every field used here is omitempty).
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,488 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+)
+
+var ctx = context.Background()
+
+// assertStartOrder checks, on the recorded item changes, that no item was
+// handed the job before every item it depends on had succeeded.
+func assertStartOrder(t *testing.T, rec *recorder, job string, deps map[string][]string) {
+	t.Helper()
+	for item, ds := range deps {
+		start := rec.first(handed(item, job))
+		if start < 0 {
+			t.Errorf("%s was never handed job %s", item, job)
+			continue
+		}
+		for _, d := range ds {
+			done := rec.first(succeeded(d, job))
+			if done < 0 || done > start {
+				t.Errorf("%s started (event %d) before its dependency %s succeeded (event %d)", item, start, d, done)
+			}
+		}
+	}
+}
+
+func TestChainAndDiamondRunInDependencyOrder(t *testing.T) {
+	ns := newNamespace(t)
+	rec := record(t, ns)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	ok := mockv1alpha1.ProviderConfiguration{}
+	exec := newExecution(ns, "shop",
+		// chain a → b → c (c is declared first: order comes from dependsOn, not the list)
+		mockItem("c", mockv1alpha1.ProviderConfiguration{Export: export(`{"url":"https://c"}`)}, "b"),
+		mockItem("b", mockv1alpha1.ProviderConfiguration{Export: export(`"b-value"`), Delay: delay(200 * time.Millisecond)}, "a"),
+		mockItem("a", ok),
+		// diamond top → left, right → bottom
+		mockItem("top", ok),
+		mockItem("left", mockv1alpha1.ProviderConfiguration{Delay: delay(300 * time.Millisecond)}, "top"),
+		mockItem("right", ok, "top"),
+		mockItem("bottom", mockv1alpha1.ProviderConfiguration{Export: export(`{"n":3}`)}, "left", "right"),
+	)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "lastError: %+v", done.Status.LastError)
+	g.Expect(done.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+	g.Expect(meta.IsStatusConditionTrue(done.Status.Conditions, lsv1alpha1.ConditionReady)).To(BeTrue())
+	g.Expect(done.Status.DeployItemReferences).To(HaveLen(7))
+
+	for _, last := range []string{"c", "bottom"} {
+		rec.waitRecorded(t, succeeded(last, done.Status.JobID))
+	}
+	assertStartOrder(t, rec, done.Status.JobID, map[string][]string{
+		"a": nil, "b": {"a"}, "c": {"b"},
+		"top": nil, "left": {"top"}, "right": {"top"}, "bottom": {"left", "right"},
+	})
+
+	// items: deterministic names, owner, labels, spec
+	items := listItems(g, ns)
+	g.Expect(items).To(HaveLen(7))
+	di := getItem(g, ns, "shop", "b")
+	g.Expect(di.Name).To(Equal("shop-b"))
+	g.Expect(di.Labels).To(HaveKeyWithValue(lsv1alpha1.ManagedByExecutionLabel, "shop"))
+	g.Expect(di.Labels).To(HaveKeyWithValue(lsv1alpha1.ExecutionItemNameLabel, "b"))
+	g.Expect(di.OwnerReferences).To(HaveLen(1))
+	g.Expect(*di.OwnerReferences[0].Controller).To(BeTrue())
+	g.Expect(di.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation)) // removed by the deployer on pickup
+	g.Expect(di.Status.JobIDFinished).To(Equal(done.Status.JobID))
+	byLabel := &lsv1alpha1.DeployItemList{}
+	g.Expect(env.Client.List(ctx, byLabel, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "shop"})).To(Succeed())
+	g.Expect(byLabel.Items).To(HaveLen(7))
+
+	// field ownership: the execution controller owns spec and status.jobID, not the deployer's fields
+	var owned []string
+	for _, mf := range di.ManagedFields {
+		if mf.Manager == "execution-controller" {
+			owned = append(owned, mf.FieldsV1.GetRawString())
+		}
+	}
+	g.Expect(owned).To(ContainElement(ContainSubstring(`"f:jobID"`)))
+	g.Expect(owned).NotTo(ContainElement(ContainSubstring(`"f:phase"`)))
+
+	// exports gathered into one DataObject keyed by item name
+	g.Expect(done.Status.ExportReference).NotTo(BeNil())
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: done.Status.ExportReference.Name}, do)).To(Succeed())
+	var data map[string]any
+	g.Expect(json.Unmarshal(do.Data.RawMessage, &data)).To(Succeed())
+	g.Expect(data).To(Equal(map[string]any{
+		"b":      "b-value",
+		"c":      map[string]any{"url": "https://c"},
+		"bottom": map[string]any{"n": float64(3)},
+	}))
+
+	// a second job (operation: reconcile again) succeeds without creating anything new
+	first := done.Status.JobID
+	g.Expect(env.Client.Patch(ctx, done, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"landscaper.gardener.cloud/operation":"reconcile"}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.JobID).NotTo(Equal(first))
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(listItems(g, ns)).To(HaveLen(7))
+
+	// settled: nothing writes any more (no reconcile loop, no no-op writes)
+	versions := func(g Gomega) []string {
+		out := []string{getExec(g, exec).ResourceVersion}
+		for _, di := range listItems(g, ns) {
+			out = append(out, di.ResourceVersion)
+		}
+		return out
+	}
+	settled := versions(g)
+	g.Consistently(versions).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(Equal(settled))
+}
+
+func TestFailureStopsSuccessors(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "fail",
+		mockItem("a", mockv1alpha1.ProviderConfiguration{}),
+		mockItem("b", mockv1alpha1.ProviderConfiguration{Phase: "Failed"}, "a"),
+		mockItem("c", mockv1alpha1.ProviderConfiguration{}, "b"),
+		// independent and slow: still running when b fails; the execution waits for it
+		mockItem("slow", mockv1alpha1.ProviderConfiguration{Delay: delay(1500 * time.Millisecond)}),
+	)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(done.Status.LastError).NotTo(BeNil())
+	g.Expect(done.Status.LastError.Reason).To(Equal(execution.ReasonDeployItemsFailed))
+	g.Expect(done.Status.LastError.Message).To(ContainSubstring("b"))
+
+	g.Expect(getItem(g, ns, "fail", "b").Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	slow := getItem(g, ns, "fail", "slow")
+	g.Expect(slow.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "the running item was waited for")
+	c := getItem(g, ns, "fail", "c")
+	g.Expect(c.Status.JobID).To(BeEmpty(), "the successor of a failed item never starts")
+	g.Expect(c.Status.Phase).To(BeEmpty())
+}
+
+func TestCycleAndUnknownDependencyRefusedBeforeAnyItemRuns(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	for name, tc := range map[string]struct {
+		items  []lsv1alpha1.DeployItemTemplate
+		code   lsv1alpha1.ErrorCode
+		reason string
+	}{
+		"cycle": {
+			items: []lsv1alpha1.DeployItemTemplate{
+				mockItem("free", mockv1alpha1.ProviderConfiguration{}),
+				mockItem("a", mockv1alpha1.ProviderConfiguration{}, "c"),
+				mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"),
+				mockItem("c", mockv1alpha1.ProviderConfiguration{}, "b"),
+			},
+			code: lsv1alpha1.ErrorCyclicDependencies, reason: execution.ReasonCyclicDependencies,
+		},
+		"unknown": {
+			items: []lsv1alpha1.DeployItemTemplate{
+				mockItem("free", mockv1alpha1.ProviderConfiguration{}),
+				mockItem("a", mockv1alpha1.ProviderConfiguration{}, "ghost"),
+			},
+			code: lsv1alpha1.ErrorConfigurationProblem, reason: execution.ReasonUnknownDependencies,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			exec := newExecution(ns, name, tc.items...)
+			g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+			done := waitFinished(t, exec)
+			g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+			g.Expect(done.Status.LastError).NotTo(BeNil())
+			g.Expect(done.Status.LastError.Codes).To(Equal([]lsv1alpha1.ErrorCode{tc.code}))
+			g.Expect(done.Status.LastError.Reason).To(Equal(tc.reason))
+			// not even the independent item was created, let alone started
+			for _, di := range listItems(g, ns) {
+				g.Expect(di.Labels[lsv1alpha1.ManagedByExecutionLabel]).NotTo(Equal(name))
+			}
+		})
+	}
+
+	t.Run("self dependency refused by the schema", func(t *testing.T) {
+		exec := newExecution(ns, "self", mockItem("a", mockv1alpha1.ProviderConfiguration{}, "a"))
+		err := env.Client.Create(ctx, exec)
+		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("cannot depend on itself")))
+	})
+}
+
+func TestOrphansDeletedInReverseDependencyOrder(t *testing.T) {
+	ns := newNamespace(t)
+	rec := record(t, ns)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "orph",
+		mockItem("a", mockv1alpha1.ProviderConfiguration{}),
+		mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"),
+		mockItem("c", mockv1alpha1.ProviderConfiguration{}, "b"),
+		mockItem("keep", mockv1alpha1.ProviderConfiguration{}),
+	)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	first := waitFinished(t, exec)
+	g.Expect(first.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+
+	// drop a, b, c from the spec and start another job
+	cur := getExec(g, exec)
+	cur.Spec.DeployItems = cur.Spec.DeployItems[3:]
+	cur.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	items := listItems(g, ns)
+	g.Expect(items).To(HaveLen(1))
+	g.Expect(items[0].Name).To(Equal("orph-keep"))
+	// c goes before b is even marked for deletion, b before a
+	rec.waitRecorded(t, gone("a"))
+	g.Expect(rec.first(deletionStarted("b"))).To(BeNumerically(">", rec.first(gone("c"))))
+	g.Expect(rec.first(deletionStarted("a"))).To(BeNumerically(">", rec.first(gone("b"))))
+	g.Expect(rec.first(gone("c"))).To(BeNumerically(">=", 0))
+}
+
+func TestDeletionReverseOrderAndDeleteWithoutUninstall(t *testing.T) {
+	ns := newNamespace(t)
+	rec := record(t, ns)
+	startManager(t, ns, testOptions())
+
+	for _, withoutUninstall := range []bool{false, true} {
+		name := "del"
+		if withoutUninstall {
+			name = "keep-installed"
+		}
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			exec := newExecution(ns, name,
+				mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"x"`)}),
+				mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"),
+				mockItem("c", mockv1alpha1.ProviderConfiguration{}, "b"),
+			)
+			g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+			g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+			exportSecret := getItem(g, ns, name, "a").Status.ExportReference
+			g.Expect(exportSecret).NotTo(BeNil())
+
+			if withoutUninstall {
+				cur := getExec(g, exec)
+				if cur.Annotations == nil {
+					cur.Annotations = map[string]string{}
+				}
+				cur.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] = "true"
+				g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+			}
+			g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
+				g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+				g.Expect(err).To(HaveOccurred(), "execution still there")
+			}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+			for _, di := range listItems(g, ns) {
+				g.Expect(di.Labels[lsv1alpha1.ManagedByExecutionLabel]).NotTo(Equal(name))
+			}
+			inExec := func(f func(recorded) bool) func(recorded) bool {
+				return func(e recorded) bool { return e.item.Labels[lsv1alpha1.ManagedByExecutionLabel] == name && f(e) }
+			}
+			rec.waitRecorded(t, inExec(gone("a")))
+			g.Expect(rec.first(inExec(deletionStarted("b")))).To(BeNumerically(">", rec.first(inExec(gone("c")))))
+			g.Expect(rec.first(inExec(deletionStarted("a")))).To(BeNumerically(">", rec.first(inExec(gone("b")))))
+
+			// the mock deletes its export Secret on uninstall only
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: exportSecret.Name}, &corev1.Secret{})
+			if withoutUninstall {
+				g.Expect(err).NotTo(HaveOccurred(), "delete-without-uninstall keeps what the item installed")
+				g.Expect(rec.first(inExec(func(e recorded) bool {
+					return e.item.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
+				}))).To(BeNumerically(">=", 0), "annotation passed on to the items")
+			} else {
+				g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+				g.Expect(err).To(HaveOccurred(), "the export Secret was uninstalled")
+			}
+		})
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "intr",
+		mockItem("stuck", mockv1alpha1.ProviderConfiguration{Phase: "Progressing"}),
+		mockItem("next", mockv1alpha1.ProviderConfiguration{}, "stuck"),
+	)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getItem(g, ns, "intr", "stuck").Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	cur := getExec(g, exec)
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationInterrupt)
+	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(done.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonInterrupted))
+	g.Expect(done.Status.LastError.Codes).To(Equal([]lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted}))
+	g.Eventually(func(g Gomega) {
+		g.Expect(getExec(g, exec).Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	stuck := getItem(g, ns, "intr", "stuck")
+	g.Expect(stuck.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(stuck.Status.JobIDFinished).To(Equal(done.Status.JobID))
+	g.Expect(stuck.Status.LastError).NotTo(BeNil())
+	g.Expect(stuck.Status.LastError.Operation).To(Equal(lsv1alpha1.OperationInterrupted))
+	g.Expect(stuck.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonInterrupted))
+	g.Expect(stuck.Status.LastError.Message).To(ContainSubstring("interrupted"))
+	g.Expect(getItem(g, ns, "intr", "next").Status.JobID).To(BeEmpty())
+}
+
+func TestRestartMidJobFinishesWithoutDuplicates(t *testing.T) {
+	ns := newNamespace(t)
+	first := startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "restart",
+		mockItem("a", mockv1alpha1.ProviderConfiguration{}),
+		mockItem("b", mockv1alpha1.ProviderConfiguration{Delay: delay(time.Second)}, "a"),
+		mockItem("c", mockv1alpha1.ProviderConfiguration{}, "b"),
+	)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	var job string
+	g.Eventually(func(g Gomega) {
+		job = getExec(g, exec).Status.JobID
+		g.Expect(getItem(g, ns, "restart", "b").Status.JobID).To(Equal(job))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	uids := map[string]string{}
+	for _, di := range listItems(g, ns) {
+		uids[di.Name] = string(di.UID)
+	}
+	first.stop() // killed mid-job: b running, c waiting
+
+	startManager(t, ns, testOptions())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(done.Status.JobID).To(Equal(job), "the same job finished")
+	items := listItems(g, ns)
+	g.Expect(items).To(HaveLen(3))
+	for _, di := range items {
+		g.Expect(string(di.UID)).To(Equal(uids[di.Name]), "item %s was recreated", di.Name)
+	}
+}
+
+func TestOwnedExecutionWaitsForItsInstallation(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	// owned by an installation: operation: reconcile is ignored (and removed);
+	// the job comes from status.jobID, written by the installation controller
+	exec := newExecution(ns, "owned", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: "root"}
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+		g.Expect(cur.Status.JobID).To(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	cur := getExec(g, exec)
+	cur.Status.JobID = "job-from-installation"
+	g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(done.Status.JobIDFinished).To(Equal("job-from-installation"))
+	g.Expect(getItem(g, ns, "owned", "a").Status.JobIDFinished).To(Equal("job-from-installation"))
+}
+
+func TestBadMockConfigurationFailsTheExecution(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	bad := mockItem("bad", mockv1alpha1.ProviderConfiguration{})
+	bad.Config.Raw = []byte(`{"apiVersion":"mock.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration","phase":"Sideways"}`)
+	exec := newExecution(ns, "badcfg", bad, mockItem("after", mockv1alpha1.ProviderConfiguration{}, "bad"))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(getItem(g, ns, "badcfg", "bad").Status.LastError.Codes).To(ContainElement(lsv1alpha1.ErrorConfigurationProblem))
+	g.Expect(getItem(g, ns, "badcfg", "after").Status.JobID).To(BeEmpty())
+}
+
+// A deletion the deployer cannot do (its Target is missing) ends DeleteFailed;
+// delete-without-uninstall plus operation: reconcile then lets it complete.
+func TestDeleteFailedThenDeleteWithoutUninstall(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{})
+	broken.Target = &lsv1alpha1.ObjectReference{Name: "missing"}
+	exec := newExecution(ns, "undeletable", broken)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseDeleteFailed))
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.LastError.Message).To(ContainSubstring("broken"))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	g.Expect(env.Client.Patch(ctx, getExec(g, exec), client.RawPatch("application/merge-patch+json", []byte(
+		`{"metadata":{"annotations":{"landscaper.gardener.cloud/delete-without-uninstall":"true","landscaper.gardener.cloud/operation":"reconcile"}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred(), "execution still there")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// An execution owned by an installation is deleted with the job its
+// installation hands over.
+func TestOwnedExecutionDeletionUsesHandedJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "owned-del", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	exec.Annotations = nil
+	exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: "root"}
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	handJob := func(job string) {
+		g.Eventually(func(g Gomega) {
+			cur := getExec(g, exec)
+			cur.Status.JobID = job
+			g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(getExec(g, exec).Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	handJob("install-1")
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.JobID).To(Equal("install-1"), "the controller writes no job ID of an owned execution")
+		g.Expect(getItem(g, ns, "owned-del", "a").DeletionTimestamp).To(BeNil())
+	}).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	handJob("delete-1")
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred(), "execution still there")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}

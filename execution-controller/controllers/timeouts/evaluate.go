@@ -1,0 +1,209 @@
+package timeouts
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// None is the flag and spec.timeout value that disables a timeout.
+const None = "none"
+
+// Timeout is a duration that may be disabled with "none". It implements
+// pflag.Value so that --pickup-timeout=none parses like --pickup-timeout=2m.
+type Timeout struct {
+	// Duration is the timeout; ignored when Disabled.
+	Duration time.Duration
+	// Disabled switches the check off.
+	Disabled bool
+}
+
+// After returns an enabled timeout of d.
+func After(d time.Duration) Timeout { return Timeout{Duration: d} }
+
+// Disabled returns a switched-off timeout.
+func Disabled() Timeout { return Timeout{Disabled: true} }
+
+// ParseTimeout parses a Go duration or "none". Zero and negative durations are
+// refused: they would fail every item at once, which is never what an
+// operator means (use "none" to switch a check off).
+func ParseTimeout(s string) (Timeout, error) {
+	s = strings.TrimSpace(s)
+	if s == None {
+		return Disabled(), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return Timeout{}, fmt.Errorf("%q is neither a duration (e.g. 5m) nor %q", s, None)
+	}
+	if d <= 0 {
+		return Timeout{}, fmt.Errorf("%q must be positive (use %q to disable)", s, None)
+	}
+	return After(d), nil
+}
+
+// String renders the timeout as ParseTimeout reads it.
+func (t *Timeout) String() string {
+	if t == nil {
+		return ""
+	}
+	if t.Disabled {
+		return None
+	}
+	return t.Duration.String()
+}
+
+// Set implements pflag.Value.
+func (t *Timeout) Set(s string) error {
+	v, err := ParseTimeout(s)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Type implements pflag.Value.
+func (t *Timeout) Type() string { return "duration|none" }
+
+// Config holds the three deploy-item timeouts.
+type Config struct {
+	// Pickup bounds how long reconcile-time may stay on an item.
+	Pickup Timeout
+	// Progressing is the default progressing timeout for items without spec.timeout.
+	Progressing Timeout
+	// Abort bounds how long an item may take to abort after operation: abort.
+	Abort Timeout
+}
+
+// Defaults of the timeouts (seed 001).
+const (
+	DefaultPickupTimeout      = 5 * time.Minute
+	DefaultProgressingTimeout = 10 * time.Minute
+	DefaultAbortTimeout       = 5 * time.Minute
+)
+
+// DefaultConfig returns the seed's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Pickup:      After(DefaultPickupTimeout),
+		Progressing: After(DefaultProgressingTimeout),
+		Abort:       After(DefaultAbortTimeout),
+	}
+}
+
+// Action is what Evaluate decides to do with a deploy item.
+type Action int
+
+// Actions.
+const (
+	// ActionNone: nothing is due (maybe later, see Decision.RequeueAfter).
+	ActionNone Action = iota
+	// ActionFailPickup: no deployer removed reconcile-time in time.
+	ActionFailPickup
+	// ActionAbort: the item is progressing for too long; ask the deployer to abort.
+	ActionAbort
+	// ActionFailAbort: the deployer did not finish aborting in time.
+	ActionFailAbort
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActionFailPickup:
+		return "FailPickup"
+	case ActionAbort:
+		return "Abort"
+	case ActionFailAbort:
+		return "FailAbort"
+	default:
+		return "None"
+	}
+}
+
+// Decision is the outcome of Evaluate.
+type Decision struct {
+	// Action is due now.
+	Action Action
+	// Timeout is the timeout that expired (for messages), when Action is not ActionNone.
+	Timeout time.Duration
+	// RequeueAfter is when the next timeout of the item expires; zero means
+	// no timeout is pending. Only meaningful with ActionNone.
+	RequeueAfter time.Duration
+}
+
+// ErrBadTimestamp is wrapped by Evaluate when an annotation holds no RFC 3339 time.
+var ErrBadTimestamp = errors.New("annotation is not an RFC 3339 time")
+
+// Evaluate decides which timeout, if any, has expired for item at now, or
+// when the next one will. It is pure: the reconciler acts on the decision.
+// Problems with individual annotations are returned as an error beside a
+// decision that ignores the broken annotation, so one bad value does not
+// disable the other checks.
+func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision, error) {
+	var (
+		next time.Duration
+		errs []error
+	)
+	wait := func(d time.Duration) {
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	ann := item.GetAnnotations()
+
+	// Pickup: reconcile-time is stamped on hand-over and removed by the
+	// deployer on pickup; its age is how long no deployer has reacted.
+	if v, ok := ann[lsv1alpha1.ReconcileTimeAnnotation]; ok && !cfg.Pickup.Disabled {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.ReconcileTimeAnnotation, v, ErrBadTimestamp))
+		} else if left := t.Add(cfg.Pickup.Duration).Sub(now); left <= 0 {
+			return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
+		} else {
+			wait(left)
+		}
+	}
+
+	running := item.Status.Phase == lsv1alpha1.PhaseInit ||
+		item.Status.Phase == lsv1alpha1.PhaseProgressing ||
+		item.Status.Phase == lsv1alpha1.PhaseDeleting
+	if !running {
+		return Decision{RequeueAfter: next}, errors.Join(errs...)
+	}
+
+	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+		// Already aborting: only the abort timeout is left to watch.
+		if v, ok := ann[lsv1alpha1.AbortTimeAnnotation]; ok && !cfg.Abort.Disabled {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.AbortTimeAnnotation, v, ErrBadTimestamp))
+			} else if left := t.Add(cfg.Abort.Duration).Sub(now); left <= 0 {
+				return Decision{Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
+			} else {
+				wait(left)
+			}
+		}
+		return Decision{RequeueAfter: next}, errors.Join(errs...)
+	}
+
+	progressing := cfg.Progressing
+	if item.Spec.Timeout != nil && *item.Spec.Timeout != "" {
+		t, err := ParseTimeout(string(*item.Spec.Timeout))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.timeout: %w", err))
+		} else {
+			progressing = t
+		}
+	}
+	if !progressing.Disabled && item.Status.LastReconcileTime != nil {
+		left := item.Status.LastReconcileTime.Add(progressing.Duration).Sub(now)
+		if left <= 0 {
+			return Decision{Action: ActionAbort, Timeout: progressing.Duration}, errors.Join(errs...)
+		}
+		wait(left)
+	}
+	return Decision{RequeueAfter: next}, errors.Join(errs...)
+}

@@ -1,0 +1,126 @@
+package timeouts
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type itemOpt func(*lsv1alpha1.DeployItem)
+
+func item(opts ...itemOpt) *lsv1alpha1.DeployItem {
+	di := &lsv1alpha1.DeployItem{}
+	di.Annotations = map[string]string{}
+	for _, o := range opts {
+		o(di)
+	}
+	return di
+}
+
+func reconcileTime(t time.Time) itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		di.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = t.Format(time.RFC3339)
+	}
+}
+
+func progressing(since time.Time) itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		di.Status.Phase = lsv1alpha1.PhaseProgressing
+		di.Status.LastReconcileTime = &metav1.Time{Time: since}
+	}
+}
+
+func aborting(since time.Time) itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		di.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationAbort)
+		di.Annotations[lsv1alpha1.AbortTimeAnnotation] = since.Format(time.RFC3339)
+	}
+}
+
+func specTimeout(v string) itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		d := lsv1alpha1.Duration(v)
+		di.Spec.Timeout = &d
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	cfg := DefaultConfig()
+	for name, tc := range map[string]struct {
+		item    *lsv1alpha1.DeployItem
+		now     time.Time
+		cfg     Config
+		action  Action
+		requeue time.Duration
+		timeout time.Duration
+		wantErr bool
+	}{
+		"nothing pending": {item: item(), now: t0, cfg: cfg},
+		"finished item": {item: item(func(di *lsv1alpha1.DeployItem) {
+			di.Status.Phase = lsv1alpha1.PhaseSucceeded
+			di.Status.LastReconcileTime = &metav1.Time{Time: t0.Add(-time.Hour)}
+		}), now: t0, cfg: cfg},
+		"pickup pending":              {item: item(reconcileTime(t0)), now: t0.Add(time.Minute), cfg: cfg, requeue: 4 * time.Minute},
+		"pickup due exactly":          {item: item(reconcileTime(t0)), now: t0.Add(5 * time.Minute), cfg: cfg, action: ActionFailPickup, timeout: 5 * time.Minute},
+		"pickup overdue":              {item: item(reconcileTime(t0)), now: t0.Add(time.Hour), cfg: cfg, action: ActionFailPickup, timeout: 5 * time.Minute},
+		"pickup none":                 {item: item(reconcileTime(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: Disabled(), Progressing: cfg.Progressing, Abort: cfg.Abort}},
+		"pickup bad annotation":       {item: item(func(di *lsv1alpha1.DeployItem) { di.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = "yesterday" }), now: t0, cfg: cfg, wantErr: true},
+		"progressing default pending": {item: item(progressing(t0)), now: t0.Add(3 * time.Minute), cfg: cfg, requeue: 7 * time.Minute},
+		"progressing default due":     {item: item(progressing(t0)), now: t0.Add(10 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute},
+		"progressing spec.timeout due": {item: item(progressing(t0), specTimeout("2s")), now: t0.Add(2 * time.Second), cfg: cfg,
+			action: ActionAbort, timeout: 2 * time.Second},
+		"progressing spec.timeout none":     {item: item(progressing(t0), specTimeout("none")), now: t0.Add(time.Hour), cfg: cfg},
+		"progressing default none":          {item: item(progressing(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: Disabled(), Abort: cfg.Abort}},
+		"progressing spec wins over none":   {item: item(progressing(t0), specTimeout("1m")), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: Disabled(), Abort: cfg.Abort}, action: ActionAbort, timeout: time.Minute},
+		"progressing bad spec uses default": {item: item(progressing(t0), specTimeout("soon")), now: t0.Add(time.Minute), cfg: cfg, requeue: 9 * time.Minute, wantErr: true},
+		"init counts as running":            {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseInit }), now: t0.Add(11 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute},
+		"abort pending":                     {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(11 * time.Minute), cfg: cfg, requeue: 4 * time.Minute},
+		"abort due":                         {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(15 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
+		"abort none":                        {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: Disabled()}},
+		"aborted item already finished":     {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
+		"earliest of pickup and progressing": {item: item(progressing(t0), reconcileTime(t0.Add(8*time.Minute))), now: t0.Add(9 * time.Minute), cfg: cfg,
+			requeue: time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := Evaluate(tc.item, tc.now, tc.cfg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil && !errors.Is(err, ErrBadTimestamp) && tc.item.Spec.Timeout == nil {
+				t.Errorf("err %v does not wrap ErrBadTimestamp", err)
+			}
+			if d.Action != tc.action || d.RequeueAfter != tc.requeue || d.Timeout != tc.timeout {
+				t.Errorf("got %+v (action %s), want action %s requeue %s timeout %s", d, d.Action, tc.action, tc.requeue, tc.timeout)
+			}
+		})
+	}
+}
+
+func TestTimeoutFlag(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.Var(&cfg.Pickup, "pickup-timeout", "")
+	fs.Var(&cfg.Progressing, "progressing-timeout", "")
+	fs.Var(&cfg.Abort, "abort-timeout", "")
+	if err := fs.Parse([]string{"--pickup-timeout=none", "--progressing-timeout=90s"}); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Pickup.Disabled || cfg.Progressing != After(90*time.Second) || cfg.Abort != After(DefaultAbortTimeout) {
+		t.Errorf("parsed %+v", cfg)
+	}
+	if got := cfg.Pickup.String(); got != "none" {
+		t.Errorf("String() = %q", got)
+	}
+	for _, bad := range []string{"0s", "-1m", "soon", "", "None"} {
+		if err := fs.Parse([]string{"--abort-timeout=" + bad}); err == nil {
+			t.Errorf("--abort-timeout=%q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package installation_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// A root installation with one mock item walks the whole installation flow.
+func TestRootJobWalksEveryPhase(t *testing.T) {
+	ns, g := setup(t)
+	rec := record(t, ns)
+	inst := newInstallation(ns, "root", simpleBlueprint(""), reconcileAnnotation...)
+	create(g, inst)
+
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	got, _ := getInst(ns, "root")()
+	g.Expect(got.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation), "the reconcile annotation is consumed")
+	g.Expect(got.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	g.Expect(got.Status.ImportsHash).NotTo(BeEmpty())
+	g.Expect(got.Status.ExecutionReference).NotTo(BeNil())
+	g.Expect(got.Status.Conditions).To(ContainElement(And(
+		HaveField("Type", lsv1alpha1.ConditionReady), HaveField("Status", BeEquivalentTo("True")), HaveField("ObservedGeneration", got.Generation))))
+	g.Eventually(func() []lsv1alpha1.Phase { return rec.phases("root") }, timeout, interval).Should(Equal([]lsv1alpha1.Phase{
+		lsv1alpha1.PhaseInit, lsv1alpha1.PhaseCleanupOrphaned, lsv1alpha1.PhaseObjectsCreated,
+		lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseCompleting, lsv1alpha1.PhaseSucceeded,
+	}))
+
+	exec, err := getExec(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exec.Status.JobID).To(Equal(got.Status.JobID), "the job ID is handed to the execution")
+	g.Expect(exec.Status.JobIDFinished).To(Equal(got.Status.JobID))
+	g.Expect(exec.Spec.DeployItems).To(HaveLen(1))
+	items := &lsv1alpha1.DeployItemList{}
+	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
+	g.Expect(items.Items).To(HaveLen(1))
+	g.Expect(items.Items[0].Status.JobIDFinished).To(Equal(got.Status.JobID))
+}
+
+// Without the reconcile annotation a new root installation does nothing.
+func TestRootWithoutAnnotationWaits(t *testing.T) {
+	ns, g := setup(t)
+	create(g, newInstallation(ns, "idle", simpleBlueprint("")))
+	// The finalizer shows the controller has seen it; still no job.
+	g.Eventually(getInst(ns, "idle"), timeout, interval).Should(HaveField("Finalizers", ContainElement(lsv1alpha1.Finalizer)))
+	g.Consistently(getInst(ns, "idle"), "2s", interval).Should(HaveField("Status.JobID", BeEmpty()))
+	inst, _ := getInst(ns, "idle")()
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "idle"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,229 @@
+package installation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+)
+
+// imports are an installation's resolved imports.
+type imports struct {
+	// values are what templates see as .imports (data values, and targets as
+	// objects {metadata: {name, namespace}, spec: {...}}).
+	values map[string]any
+	// targets are the imported Target objects by import name.
+	targets map[string]*lsv1alpha1.Target
+	// targetNames maps target imports to the Target object names.
+	targetNames map[string]string
+	// hash identifies the imports (Completing compares it with Init's).
+	hash string
+	// configurations are the Context's configurations (.context in templates).
+	configurations map[string]any
+}
+
+// resolveImports reads every import, applies the import data mappings and
+// checks the result against the blueprint. Every error is fatal: the job
+// cannot continue without its imports; a user fixes them and starts a new job.
+func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint) (*imports, error) {
+	scope := parentName(inst)
+	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, targetNames: map[string]string{}}
+
+	cfg, err := r.readContext(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	im.configurations = cfg
+
+	for _, d := range inst.Spec.Imports.Data {
+		v, err := r.readDataImport(ctx, inst.Namespace, scope, d)
+		if err != nil {
+			return nil, err
+		}
+		im.values[d.Name] = v
+	}
+	targetTypes := map[string]string{}
+	for _, t := range inst.Spec.Imports.Targets {
+		name := ScopedName(scope, t.Target)
+		tgt := &lsv1alpha1.Target{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
+			}
+			return nil, err
+		}
+		im.targets[t.Name] = tgt
+		im.targetNames[t.Name] = tgt.Name
+		targetTypes[t.Name] = tgt.Spec.Type
+		im.values[t.Name] = targetValue(tgt)
+	}
+
+	if len(inst.Spec.ImportDataMappings) > 0 {
+		exprs, err := expressions(inst.Spec.ImportDataMappings)
+		if err != nil {
+			return nil, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+		}
+		mapped, err := mapping.Evaluate(exprs, mapping.ImportsVar, im.values)
+		if err != nil {
+			return nil, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("importDataMappings: %w", err))
+		}
+		for k, v := range mapped {
+			im.values[k] = v
+		}
+	}
+
+	completed, err := bp.CompleteImports(im.values, targetTypes)
+	if err != nil {
+		return nil, fatal(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, err)
+	}
+	im.values = completed
+	raw, err := json.Marshal(completed)
+	if err != nil {
+		return nil, fatal(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("imports are not JSON: %w", err))
+	}
+	sum := sha256.Sum256(raw)
+	im.hash = hex.EncodeToString(sum[:])
+	return im, nil
+}
+
+func scopeHint(scope, ref string) string {
+	if scope == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q in the context of parent installation %s: an import of the parent or an export of a sibling)", ref, scope)
+}
+
+func targetValue(t *lsv1alpha1.Target) map[string]any {
+	spec := map[string]any{"type": t.Spec.Type}
+	if t.Spec.Config != nil && len(t.Spec.Config.RawMessage) > 0 {
+		var cfg any
+		if err := json.Unmarshal(t.Spec.Config.RawMessage, &cfg); err == nil {
+			spec["config"] = cfg
+		}
+	}
+	if t.Spec.SecretRef != nil {
+		spec["secretRef"] = map[string]any{"name": t.Spec.SecretRef.Name, "key": t.Spec.SecretRef.Key}
+	}
+	return map[string]any{
+		"metadata": map[string]any{"name": t.Name, "namespace": t.Namespace},
+		"spec":     spec,
+	}
+}
+
+func (r *Reconciler) readDataImport(ctx context.Context, ns, scope string, d lsv1alpha1.DataImport) (any, error) {
+	switch {
+	case d.DataRef != "":
+		name := ScopedName(scope, d.DataRef)
+		do := &lsv1alpha1.DataObject{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: DataObject %s/%s does not exist%s", d.Name, ns, name, scopeHint(scope, d.DataRef))
+			}
+			return nil, err
+		}
+		return decodeJSON(do.Data.RawMessage)
+	case d.SecretRef != nil:
+		sec := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.SecretRef.Name}, sec); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: Secret %s/%s does not exist", d.Name, ns, d.SecretRef.Name)
+			}
+			return nil, err
+		}
+		data := map[string]string{}
+		for k, v := range sec.Data {
+			data[k] = string(v)
+		}
+		return pickKey(d.Name, "Secret", d.SecretRef.Name, d.SecretRef.Key, data)
+	case d.ConfigMapRef != nil:
+		cm := &corev1.ConfigMap{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.ConfigMapRef.Name}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: ConfigMap %s/%s does not exist", d.Name, ns, d.ConfigMapRef.Name)
+			}
+			return nil, err
+		}
+		return pickKey(d.Name, "ConfigMap", d.ConfigMapRef.Name, d.ConfigMapRef.Key, cm.Data)
+	}
+	return nil, fatalf(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, "data import %q names no source", d.Name)
+}
+
+// pickKey returns one key's value (JSON-decoded when it is a JSON object or
+// list, else the string), or all keys as a map when key is empty.
+func pickKey(imp, kind, name, key string, data map[string]string) (any, error) {
+	if key == "" {
+		out := map[string]any{}
+		for k, v := range data {
+			out[k] = v
+		}
+		return out, nil
+	}
+	v, ok := data[key]
+	if !ok {
+		return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: %s %s has no key %q", imp, kind, name, key)
+	}
+	var decoded any
+	if err := json.Unmarshal([]byte(v), &decoded); err == nil {
+		switch decoded.(type) {
+		case map[string]any, []any:
+			return decoded, nil
+		}
+	}
+	return v, nil
+}
+
+func decodeJSON(raw []byte) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("decoding data: %w", err)
+	}
+	return v, nil
+}
+
+// readContext returns the configurations of the installation's Context. A
+// missing "default" Context counts as empty; any other is an error.
+func (r *Reconciler) readContext(ctx context.Context, inst *lsv1alpha1.Installation) (map[string]any, error) {
+	name := inst.Spec.Context
+	if name == "" {
+		name = lsv1alpha1.DefaultContextName
+	}
+	c := &lsv1alpha1.Context{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			if name == lsv1alpha1.DefaultContextName {
+				return map[string]any{}, nil
+			}
+			return nil, fatalf(ReasonContextNotFound, lsv1alpha1.ErrorConfigurationProblem, "Context %s/%s (spec.context) does not exist", inst.Namespace, name)
+		}
+		return nil, err
+	}
+	out := map[string]any{}
+	for k, v := range c.Configurations {
+		val, err := decodeJSON(v.RawMessage)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func expressions(m map[string]lsv1alpha1.AnyJSON) (map[string]string, error) {
+	raw := make(map[string][]byte, len(m))
+	for k, v := range m {
+		raw[k] = v.RawMessage
+	}
+	return mapping.Expressions(raw)
+}

@@ -1,0 +1,147 @@
+package installation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// Labels and annotations on the DataObjects and Targets this controller writes.
+const (
+	// ContextLabel names (as a label value) the installation whose context a
+	// DataObject or Target belongs to: the parent of the installations that
+	// exchange values through it.
+	ContextLabel = "installation.terrace.dev/context"
+	// KeyAnnotation holds the logical name of a context object (the dataRef or
+	// target name its users write), which its object name may not show.
+	KeyAnnotation = "installation.terrace.dev/key"
+)
+
+// Field indexes on Installations.
+const (
+	// ImportsIndex lists the context objects an installation imports
+	// ("data/<object>", "target/<object>").
+	ImportsIndex = "terrace.dev/imports"
+	// ExportsIndex lists the context objects an installation exports.
+	ExportsIndex = "terrace.dev/exports"
+)
+
+// parentName returns the name of the installation's parent, "" for roots.
+// The controller owner reference decides, not the label: a label can be
+// edited by hand, the owner reference is what the parent set.
+func parentName(inst *lsv1alpha1.Installation) string {
+	ref := metav1.GetControllerOf(inst)
+	if ref == nil || ref.Kind != "Installation" || !strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") {
+		return ""
+	}
+	return ref.Name
+}
+
+func isRoot(inst *lsv1alpha1.Installation) bool { return parentName(inst) == "" }
+
+// ScopedName is the name of the object holding value ref in the context of
+// installation ctx. Root installations (ctx "") use names verbatim; the
+// sub-installations of one parent share "<parent>.<ref>", so siblings
+// exchange values without clashing with another parent's children.
+func ScopedName(ctx, ref string) string {
+	if ctx == "" {
+		return ref
+	}
+	n := ctx + "." + ref
+	if len(validation.IsDNS1123Subdomain(n)) == 0 {
+		return n
+	}
+	return shorten("ctx-"+hash(n)[:16]+"-"+sanitize(ref), validation.DNS1123SubdomainMaxLength)
+}
+
+// SubInstallationName is the deterministic object name of a sub-installation:
+// creation is idempotent and a restarted controller never creates twice.
+func SubInstallationName(parent, template string) string {
+	return shorten(parent+"-"+sanitize(template), validation.DNS1123SubdomainMaxLength)
+}
+
+// labelValue turns a name into a valid label value (hashing when needed).
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	return strings.Trim(shorten(sanitize(s), validation.LabelValueMaxLength), ".-_")
+}
+
+func sanitize(s string) string {
+	s = strings.ToLower(s)
+	var b strings.Builder
+	for _, r := range s {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}
+
+func shorten(s string, maxLen int) string {
+	if len(s) <= maxLen {
+		return s
+	}
+	return strings.TrimRight(s[:maxLen-11], ".-") + "-" + hash(s)[:10]
+}
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func dataKey(name string) string   { return "data/" + name }
+func targetKey(name string) string { return "target/" + name }
+
+// importKeys are the index values of an installation's data and target imports.
+func importKeys(inst *lsv1alpha1.Installation) []string {
+	ctx := parentName(inst)
+	var keys []string
+	for _, d := range inst.Spec.Imports.Data {
+		if d.DataRef != "" {
+			keys = append(keys, dataKey(ScopedName(ctx, d.DataRef)))
+		}
+	}
+	for _, t := range inst.Spec.Imports.Targets {
+		keys = append(keys, targetKey(ScopedName(ctx, t.Target)))
+	}
+	return keys
+}
+
+// exportKeys are the index values of an installation's exports.
+func exportKeys(inst *lsv1alpha1.Installation) []string {
+	ctx := parentName(inst)
+	var keys []string
+	for _, d := range inst.Spec.Exports.Data {
+		keys = append(keys, dataKey(ScopedName(ctx, d.DataRef)))
+	}
+	for _, t := range inst.Spec.Exports.Targets {
+		keys = append(keys, targetKey(ScopedName(ctx, t.Target)))
+	}
+	return keys
+}
+
+func indexImports(o client.Object) []string {
+	inst, ok := o.(*lsv1alpha1.Installation)
+	if !ok {
+		return nil
+	}
+	return importKeys(inst)
+}
+
+func indexExports(o client.Object) []string {
+	inst, ok := o.(*lsv1alpha1.Installation)
+	if !ok {
+		return nil
+	}
+	return exportKeys(inst)
+}

@@ -1,0 +1,129 @@
+package installation_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// A sub-installation that leaves the blueprint is marked
+// delete-ignore-successors, deleted in Init, and its deletion runs in
+// CleanupOrphaned before the job goes on.
+func TestOrphanedSubInstallationsAreDeleted(t *testing.T) {
+	ns, g := setup(t)
+	rec := record(t, ns)
+	names := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one","two"]`))}
+	create(g, names)
+	fs := map[string]string{
+		"blueprint.yaml": `imports:
+- name: names
+  type: data
+  schema: {type: array, items: {type: string}}
+subinstallationExecutions:
+- name: subs
+  type: GoTemplate
+  template: |
+    subinstallations:
+    {{- range .imports.names }}
+    - name: {{ . }}
+      blueprint:
+        dir: sub
+    {{- end }}
+`,
+		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
+	}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	g.Expect(gone(getInst(ns, "root-two"))()).To(BeFalse())
+
+	names.Data = lsv1alpha1.NewAnyJSON([]byte(`["one"]`))
+	g.Expect(env.Client.Update(context.Background(), names)).To(Succeed())
+	inst, _ = getInst(ns, "root")()
+	first := inst.Status.JobID
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))))
+	g.Expect(gone(getInst(ns, "root-two"))()).To(BeTrue())
+	g.Expect(gone(getInst(ns, "root-one"))()).To(BeFalse())
+	inst, _ = getInst(ns, "root")()
+	g.Expect(inst.Status.InstallationReferences).To(HaveLen(1))
+	// The orphan ran its deletion flow with the parent's job, marked
+	// delete-ignore-successors.
+	g.Expect(rec.index(func(i *lsv1alpha1.Installation) bool {
+		return i.Name == "root-two" && i.Status.Phase == lsv1alpha1.PhaseDeleting && i.Status.JobID == inst.Status.JobID &&
+			i.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] == "true"
+	})).To(BeNumerically(">=", 0))
+}
+
+// A predecessor that failed fails its successor; the parent fails.
+func TestFailedPredecessorFailsSuccessor(t *testing.T) {
+	ns, g := setup(t)
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "greeting"), Data: lsv1alpha1.NewAnyJSON([]byte(`"hi"`))})
+	fs := treeFS()
+	fs["a/blueprint.yaml"] = `exports:
+- name: endpoint
+  type: data
+deployExecutions:
+- name: deploy
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: server
+      type: landscaper.gardener.cloud/mock
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+        phase: Failed
+`
+	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "greeting", DataRef: "greeting"}}
+	create(g, root)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.LastError.Reason", "SubObjectsFailed")))
+	a, _ := getInst(ns, "root-a")()
+	g.Expect(a.Status.LastError.Reason).To(Equal("SubObjectsFailed"))
+	b, _ := getInst(ns, "root-b")()
+	g.Expect(b.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(b.Status.JobIDFinished).To(Equal(a.Status.JobID))
+	g.Expect(b.Status.LastError.Reason).To(Equal("PredecessorFailed"))
+}
+
+// An execution the blueprint no longer renders is deleted like an orphaned
+// sub-installation.
+func TestOrphanedExecutionIsDeleted(t *testing.T) {
+	ns, g := setup(t)
+	enabled := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "enabled"), Data: lsv1alpha1.NewAnyJSON([]byte(`true`))}
+	create(g, enabled)
+	fs := map[string]string{"blueprint.yaml": `imports:
+- name: enabled
+  type: data
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    {{- if .imports.enabled }}
+` + indent(mockItem("item", ""), 4) + `
+    {{- end }}
+`}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "enabled", DataRef: "enabled"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	_, err := getExec(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	enabled.Data = lsv1alpha1.NewAnyJSON([]byte(`false`))
+	g.Expect(env.Client.Update(context.Background(), enabled)).To(Succeed())
+	inst, _ = getInst(ns, "root")()
+	first := inst.Status.JobID
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded),
+		HaveField("Status.JobID", Not(Equal(first))), HaveField("Status.ExecutionReference", BeNil())))
+	_, err = getExec(ns, "root")()
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+}

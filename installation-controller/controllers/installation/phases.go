@@ -1,0 +1,824 @@
+package installation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+)
+
+func next(p lsv1alpha1.Phase) (outcome, error) { return outcome{next: p}, nil }
+func wait(format string, args ...any) (outcome, error) {
+	return outcome{waitMsg: fmt.Sprintf(format, args...)}, nil
+}
+
+// phaseInit reads the blueprint and imports, checks the predecessors, and
+// templates and creates the sub-objects; orphaned sub-installations are
+// marked and deleted (their deletion runs in CleanupOrphaned).
+func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
+	inst := s.inst
+	bp, err := parseBlueprint(inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	if msg, err := r.checkPredecessors(ctx, inst); err != nil || msg != "" {
+		if err != nil {
+			return outcome{}, err
+		}
+		return wait("%s", msg)
+	}
+	im, err := r.resolveImports(ctx, inst, bp)
+	if err != nil {
+		return outcome{}, err
+	}
+	inst.Status.ImportsHash = im.hash
+
+	values := map[string]any{
+		"imports":      im.values,
+		"context":      im.configurations,
+		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
+	}
+	items, err := bp.DeployItems(values, im.targetNames)
+	if err != nil {
+		return outcome{}, templateFailure(err)
+	}
+	templates, err := bp.SubinstallationTemplates(values)
+	if err != nil {
+		return outcome{}, templateFailure(err)
+	}
+
+	if len(templates) > 0 {
+		// Sub-installations read the parent's imports from its context.
+		if err := r.writeContextImports(ctx, inst, im); err != nil {
+			return outcome{}, err
+		}
+	}
+	if err := r.syncExecution(ctx, inst, items); err != nil {
+		return outcome{}, err
+	}
+	if err := r.syncSubInstallations(ctx, inst, bp, templates); err != nil {
+		return outcome{}, err
+	}
+	return next(lsv1alpha1.PhaseCleanupOrphaned)
+}
+
+// templateFailure ends the job: a template that does not render fails the
+// same way on every retry. The message (from package tmpl) names the
+// execution, the file and line, and quotes the offending snippet.
+func templateFailure(err error) error {
+	return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+}
+
+// checkPredecessors returns a wait message while a predecessor (a sibling
+// exporting something this installation imports) has not finished the job,
+// and a fatal error when one finished without success.
+func (r *Reconciler) checkPredecessors(ctx context.Context, inst *lsv1alpha1.Installation) (string, error) {
+	preds, err := r.listByIndex(ctx, inst.Namespace, ExportsIndex, importKeys(inst), inst.Name)
+	if err != nil {
+		return "", err
+	}
+	root := isRoot(inst)
+	var waiting []string
+	for _, p := range preds {
+		if parentName(p) != parentName(inst) {
+			continue
+		}
+		finished := finishedWith(p.Status.JobIDFinished, inst.Status.JobID)
+		if root {
+			// Root installations run their own jobs: a predecessor must not
+			// be in the middle of one.
+			finished = p.Status.JobID == p.Status.JobIDFinished && p.Status.JobID != ""
+		}
+		if !finished {
+			waiting = append(waiting, p.Name)
+			continue
+		}
+		if p.Status.Phase != lsv1alpha1.PhaseSucceeded {
+			return "", fatalf(ReasonPredecessorFailed, lsv1alpha1.ErrorConfigurationProblem, "predecessor %s (which exports an import of this installation) ended %s", p.Name, p.Status.Phase)
+		}
+	}
+	if len(waiting) > 0 {
+		return "predecessors " + strings.Join(waiting, ", ") + " to finish", nil
+	}
+	return "", nil
+}
+
+func (r *Reconciler) listByIndex(ctx context.Context, ns, index string, keys []string, except string) ([]*lsv1alpha1.Installation, error) {
+	seen := map[string]bool{}
+	var out []*lsv1alpha1.Installation
+	for _, k := range keys {
+		list := &lsv1alpha1.InstallationList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: k}); err != nil {
+			return nil, fmt.Errorf("listing installations by %s: %w", index, err)
+		}
+		for i := range list.Items {
+			it := &list.Items[i]
+			if it.Name != except && !seen[it.Name] {
+				seen[it.Name] = true
+				out = append(out, it)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// writeContextImports writes the installation's imports into its own context
+// (DataObjects and Targets named "<installation>.<import>") for its
+// sub-installations.
+func (r *Reconciler) writeContextImports(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) error {
+	for name, v := range im.values {
+		if _, isTarget := im.targets[name]; isTarget {
+			continue
+		}
+		if err := r.writeDataObject(ctx, inst, inst.Name, name, v); err != nil {
+			return err
+		}
+	}
+	for name, t := range im.targets {
+		if err := r.writeTarget(ctx, inst, inst.Name, name, t.Spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeDataObject creates or updates the DataObject for ref in context scope
+// (scope "" for a root's exports), owned by inst; no write when unchanged.
+func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Installation, scope, ref string, value any) error {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", ref, err)
+	}
+	do := &lsv1alpha1.DataObject{}
+	do.Name, do.Namespace = ScopedName(scope, ref), inst.Namespace
+	key := client.ObjectKeyFromObject(do)
+	if err := r.Client.Get(ctx, key, do); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		do.Data = lsv1alpha1.NewAnyJSON(raw)
+		setContextMeta(do, scope, ref)
+		if err := controllerutil.SetOwnerReference(inst, do, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, do, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("creating DataObject %s: %w", do.Name, err)
+		}
+		return nil
+	}
+	before := do.DeepCopy()
+	do.Data = lsv1alpha1.NewAnyJSON(raw)
+	setContextMeta(do, scope, ref)
+	if err := controllerutil.SetOwnerReference(inst, do, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if jsonEqual(before.Data.RawMessage, raw) && equality.Semantic.DeepEqual(before.ObjectMeta, do.ObjectMeta) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, do, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("updating DataObject %s: %w", do.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, scope, ref string, spec lsv1alpha1.TargetSpec) error {
+	t := &lsv1alpha1.Target{}
+	t.Name, t.Namespace = ScopedName(scope, ref), inst.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		t.Spec = spec
+		setContextMeta(t, scope, ref)
+		if err := controllerutil.SetOwnerReference(inst, t, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, t, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("creating Target %s: %w", t.Name, err)
+		}
+		return nil
+	}
+	before := t.DeepCopy()
+	t.Spec = spec
+	setContextMeta(t, scope, ref)
+	if err := controllerutil.SetOwnerReference(inst, t, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(before, t) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, t, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("updating Target %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+func setContextMeta(o client.Object, scope, ref string) {
+	if scope != "" {
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[ContextLabel] = labelValue(scope)
+		o.SetLabels(l)
+	}
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[KeyAnnotation] = ref
+	o.SetAnnotations(a)
+}
+
+func jsonEqual(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(va, vb)
+}
+
+// syncExecution creates or updates the installation's execution (without a
+// job: that is handed over in ObjectsCreated).
+func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Installation, items []lsv1alpha1.DeployItemTemplate) error {
+	exec := &lsv1alpha1.Execution{}
+	exec.Name, exec.Namespace = executionName(inst), inst.Namespace
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(exec), exec)
+	switch {
+	case apierrors.IsNotFound(err):
+		if len(items) == 0 {
+			inst.Status.ExecutionReference = nil
+			return nil
+		}
+		exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name)}
+		exec.Spec = lsv1alpha1.ExecutionSpec{Context: inst.Spec.Context, DeployItems: items}
+		if err := controllerutil.SetControllerReference(inst, exec, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, exec, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("creating execution: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading execution: %w", err)
+	default:
+		if !isOwnedBy(exec, inst) {
+			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "execution %s exists but does not belong to this installation", exec.Name)
+		}
+		if exec.DeletionTimestamp != nil {
+			return fmt.Errorf("execution %s is still being deleted", exec.Name)
+		}
+		if len(items) == 0 {
+			// The blueprint no longer renders deploy items: the execution is
+			// an orphan; its deletion runs in CleanupOrphaned.
+			if err := r.Client.Delete(ctx, exec); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting orphaned execution: %w", err)
+			}
+			inst.Status.ExecutionReference = nil
+			return nil
+		}
+		before := exec.DeepCopy()
+		exec.Spec = lsv1alpha1.ExecutionSpec{Context: inst.Spec.Context, DeployItems: items}
+		if !equality.Semantic.DeepEqual(before.Spec, exec.Spec) {
+			if err := r.Client.Patch(ctx, exec, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+				return fmt.Errorf("updating execution: %w", err)
+			}
+		}
+	}
+	inst.Status.ExecutionReference = &lsv1alpha1.ObjectReference{Name: exec.Name, Namespace: exec.Namespace}
+	return nil
+}
+
+// syncSubInstallations creates or updates one sub-installation per template
+// and deletes the orphans (owned sub-installations without a template),
+// marking them delete-ignore-successors first: their siblings are going too.
+func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, templates []blueprint.InstallationTemplate) error {
+	existing, _, err := r.subObjects(ctx, inst)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*lsv1alpha1.Installation{}
+	for _, e := range existing {
+		byName[e.Name] = e
+	}
+	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(templates))
+	for i := range templates {
+		t := &templates[i]
+		spec, err := subSpec(inst, bp, t)
+		if err != nil {
+			return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+		}
+		name := SubInstallationName(inst.Name, t.Name)
+		refs = append(refs, lsv1alpha1.NamedObjectReference{Name: t.Name, Reference: lsv1alpha1.ObjectReference{Name: name, Namespace: inst.Namespace}})
+		cur, ok := byName[name]
+		delete(byName, name)
+		if !ok {
+			sub := &lsv1alpha1.Installation{}
+			sub.Name, sub.Namespace = name, inst.Namespace
+			sub.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name), lsv1alpha1.SubInstallationNameLabel: labelValue(t.Name)}
+			sub.Spec = *spec
+			if err := controllerutil.SetControllerReference(inst, sub, r.Client.Scheme()); err != nil {
+				return err
+			}
+			if err := r.Client.Create(ctx, sub, client.FieldOwner(FieldManager)); err != nil {
+				if apierrors.IsInvalid(err) {
+					return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("subinstallation %q is refused by the API server: %w", t.Name, err))
+				}
+				return fmt.Errorf("creating sub-installation %s: %w", name, err)
+			}
+			continue
+		}
+		if cur.DeletionTimestamp != nil {
+			return fmt.Errorf("sub-installation %s is still being deleted", name)
+		}
+		if !equality.Semantic.DeepEqual(cur.Spec, *spec) {
+			before := cur.DeepCopy()
+			cur.Spec = *spec
+			if err := r.Client.Patch(ctx, cur, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+				return fmt.Errorf("updating sub-installation %s: %w", name, err)
+			}
+		}
+	}
+	for _, orphan := range byName {
+		if orphan.DeletionTimestamp != nil {
+			continue
+		}
+		yes := "true"
+		if err := patchAnnotations(ctx, r.Client, orphan, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
+			return err
+		}
+		if err := r.Client.Delete(ctx, orphan); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting orphaned sub-installation %s: %w", orphan.Name, err)
+		}
+	}
+	inst.Status.InstallationReferences = refs
+	return nil
+}
+
+func subSpec(parent *lsv1alpha1.Installation, bp *blueprint.Blueprint, t *blueprint.InstallationTemplate) (*lsv1alpha1.InstallationSpec, error) {
+	fs, err := t.Filesystem(bp.Files)
+	if err != nil {
+		return nil, err
+	}
+	spec := &lsv1alpha1.InstallationSpec{
+		Context:   parent.Spec.Context,
+		Blueprint: lsv1alpha1.BlueprintDefinition{Inline: &lsv1alpha1.InlineBlueprint{Filesystem: fs}},
+		Imports:   t.Imports,
+		Exports:   t.Exports,
+	}
+	if spec.ImportDataMappings, err = toAnyJSON(t.ImportDataMappings); err != nil {
+		return nil, err
+	}
+	if spec.ExportDataMappings, err = toAnyJSON(t.ExportDataMappings); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+func toAnyJSON(m map[string]any) (map[string]lsv1alpha1.AnyJSON, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]lsv1alpha1.AnyJSON, len(m))
+	for k, v := range m {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = lsv1alpha1.NewAnyJSON(raw)
+	}
+	return out, nil
+}
+
+// phaseCleanupOrphaned hands the job to the orphaned (deleted)
+// sub-installations and execution, which runs their deletion flow, and
+// waits until they are gone.
+func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcome, error) {
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	job := s.inst.Status.JobID
+	var working, failed []string
+	if exec != nil && exec.DeletionTimestamp != nil {
+		if err := r.handOverExecution(ctx, exec, job); err != nil {
+			return outcome{}, err
+		}
+		if finishedWith(exec.Status.JobIDFinished, job) && exec.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
+			failed = append(failed, "execution "+exec.Name)
+		} else {
+			working = append(working, "execution "+exec.Name)
+		}
+	}
+	for _, sub := range subs {
+		if sub.DeletionTimestamp == nil {
+			continue
+		}
+		if err := r.handOverInstallation(ctx, sub, job); err != nil {
+			return outcome{}, err
+		}
+		if finishedWith(sub.Status.JobIDFinished, job) && sub.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
+			failed = append(failed, "sub-installation "+sub.Name)
+		} else {
+			working = append(working, "sub-installation "+sub.Name)
+		}
+	}
+	switch {
+	case len(working) > 0:
+		return wait("orphans %s to be deleted", strings.Join(working, ", "))
+	case len(failed) > 0:
+		return outcome{}, fatalf(ReasonOrphansDeleteFailed, lsv1alpha1.ErrorInternalProblem, "deleting orphans failed: %s", strings.Join(failed, ", "))
+	}
+	return next(lsv1alpha1.PhaseObjectsCreated)
+}
+
+// phaseObjectsCreated hands the job to every sub-installation and the execution.
+func (r *Reconciler) phaseObjectsCreated(ctx context.Context, s *scope) (outcome, error) {
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	for _, sub := range subs {
+		if sub.DeletionTimestamp == nil {
+			if err := r.handOverInstallation(ctx, sub, s.inst.Status.JobID); err != nil {
+				return outcome{}, err
+			}
+		}
+	}
+	if exec != nil && exec.DeletionTimestamp == nil {
+		if err := r.handOverExecution(ctx, exec, s.inst.Status.JobID); err != nil {
+			return outcome{}, err
+		}
+	}
+	return next(lsv1alpha1.PhaseProgressing)
+}
+
+// phaseProgressing waits until every sub-object finished the job.
+func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, error) {
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	job := s.inst.Status.JobID
+	var working, failed []string
+	check := func(kind, name, finished string, phase lsv1alpha1.Phase) {
+		switch {
+		case !finishedWith(finished, job):
+			working = append(working, kind+" "+name)
+		case phase != lsv1alpha1.PhaseSucceeded:
+			failed = append(failed, fmt.Sprintf("%s %s (%s)", kind, name, phase))
+		}
+	}
+	for _, sub := range subs {
+		if sub.DeletionTimestamp == nil {
+			check("sub-installation", sub.Name, sub.Status.JobIDFinished, sub.Status.Phase)
+		}
+	}
+	if exec != nil {
+		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase)
+	}
+	switch {
+	case len(working) > 0:
+		return wait("%s to finish", strings.Join(working, ", "))
+	case len(failed) > 0:
+		return outcome{}, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "sub-objects failed: %s", strings.Join(failed, ", "))
+	}
+	return next(lsv1alpha1.PhaseCompleting)
+}
+
+// phaseCompleting fails the job if the spec or the imports changed during
+// it, else computes and writes the exports and triggers the successors.
+func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, error) {
+	inst := s.inst
+	if inst.Generation != inst.Status.ObservedGeneration {
+		return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,
+			"the spec changed during the job (generation %d, job started with %d): add the reconcile annotation to the root installation to start a job with the new spec", inst.Generation, inst.Status.ObservedGeneration)
+	}
+	bp, err := parseBlueprint(inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	im, err := r.resolveImports(ctx, inst, bp)
+	if err != nil {
+		var fe *fatalError
+		if asFatal(err, &fe) {
+			return outcome{}, fatalf(ReasonImportsChanged, lsv1alpha1.ErrorConfigurationProblem, "the imports changed during the job: %v", err)
+		}
+		return outcome{}, err
+	}
+	if im.hash != inst.Status.ImportsHash {
+		return outcome{}, fatalf(ReasonImportsChanged, lsv1alpha1.ErrorConfigurationProblem,
+			"the imports changed during the job: add the reconcile annotation to the root installation to start a job with the new imports")
+	}
+	values, err := r.exportValues(ctx, inst, im)
+	if err != nil {
+		return outcome{}, err
+	}
+	exports, err := bp.RenderExports(values)
+	if err != nil {
+		return outcome{}, templateFailure(err)
+	}
+	if len(inst.Spec.ExportDataMappings) > 0 {
+		exprs, err := expressions(inst.Spec.ExportDataMappings)
+		if err != nil {
+			return outcome{}, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+		}
+		mapped, err := mapping.Evaluate(exprs, mapping.ExportsVar, exports)
+		if err != nil {
+			return outcome{}, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("exportDataMappings: %w", err))
+		}
+		for k, v := range mapped {
+			exports[k] = v
+		}
+	}
+	if err := bp.ValidateExports(exports); err != nil {
+		return outcome{}, fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, err)
+	}
+	if err := r.writeExports(ctx, inst, exports); err != nil {
+		return outcome{}, err
+	}
+	if err := r.triggerSuccessors(ctx, inst); err != nil {
+		return outcome{}, err
+	}
+	return next(lsv1alpha1.PhaseSucceeded)
+}
+
+func asFatal(err error, target **fatalError) bool {
+	fe, ok := err.(*fatalError) //nolint:errorlint // created unwrapped in this package
+	if ok {
+		*target = fe
+	}
+	return ok
+}
+
+// exportValues builds what export executions see: .imports and .values
+// (.values.deployitems from the execution's export DataObject,
+// .values.dataobjects and .values.targets from the installation's context,
+// where its sub-installations wrote their exports).
+func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) (map[string]any, error) {
+	items := map[string]any{}
+	if ref := inst.Status.ExecutionReference; ref != nil {
+		exec := &lsv1alpha1.Execution{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec); err != nil {
+			return nil, fmt.Errorf("reading execution: %w", client.IgnoreNotFound(err))
+		}
+		if er := exec.Status.ExportReference; er != nil {
+			ns := er.Namespace
+			if ns == "" {
+				ns = inst.Namespace
+			}
+			do := &lsv1alpha1.DataObject{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: er.Name}, do); err != nil {
+				return nil, fmt.Errorf("reading the execution's exports %s: %w", er.Name, err)
+			}
+			v, err := decodeJSON(do.Data.RawMessage)
+			if err != nil {
+				return nil, err
+			}
+			if m, ok := v.(map[string]any); ok {
+				items = m
+			}
+		}
+	}
+	dataobjects := map[string]any{}
+	dos := &lsv1alpha1.DataObjectList{}
+	if err := r.Client.List(ctx, dos, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
+		return nil, fmt.Errorf("listing context data objects: %w", err)
+	}
+	for i := range dos.Items {
+		v, err := decodeJSON(dos.Items[i].Data.RawMessage)
+		if err != nil {
+			return nil, err
+		}
+		dataobjects[dos.Items[i].Annotations[KeyAnnotation]] = v
+	}
+	targets := map[string]any{}
+	ts := &lsv1alpha1.TargetList{}
+	if err := r.Client.List(ctx, ts, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
+		return nil, fmt.Errorf("listing context targets: %w", err)
+	}
+	for i := range ts.Items {
+		targets[ts.Items[i].Annotations[KeyAnnotation]] = targetValue(&ts.Items[i])
+	}
+	return map[string]any{
+		"imports":      im.values,
+		"context":      im.configurations,
+		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
+		"values":       map[string]any{"deployitems": items, "dataobjects": dataobjects, "targets": targets},
+	}, nil
+}
+
+// writeExports writes spec.exports: data as DataObjects, targets as Targets,
+// in the parent's context (verbatim names for root installations).
+func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installation, exports map[string]any) error {
+	scope := parentName(inst)
+	for _, d := range inst.Spec.Exports.Data {
+		v, ok := exports[d.Name]
+		if !ok {
+			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
+		}
+		if err := r.writeDataObject(ctx, inst, scope, d.DataRef, v); err != nil {
+			return err
+		}
+	}
+	for _, t := range inst.Spec.Exports.Targets {
+		v, ok := exports[t.Name]
+		if !ok {
+			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "target export %q: no such export value", t.Name)
+		}
+		spec, err := targetSpecOf(v)
+		if err != nil {
+			return fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("target export %q: %w", t.Name, err))
+		}
+		if err := r.writeTarget(ctx, inst, scope, t.Target, spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// targetSpecOf accepts a Target ({spec: {...}}) or a bare spec ({type, config}).
+func targetSpecOf(v any) (lsv1alpha1.TargetSpec, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return lsv1alpha1.TargetSpec{}, fmt.Errorf("must be a mapping with type and config, got %T", v)
+	}
+	if spec, ok := m["spec"].(map[string]any); ok {
+		m = spec
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return lsv1alpha1.TargetSpec{}, err
+	}
+	var spec lsv1alpha1.TargetSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return lsv1alpha1.TargetSpec{}, err
+	}
+	if spec.Type == "" {
+		return lsv1alpha1.TargetSpec{}, fmt.Errorf("has no type")
+	}
+	return spec, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// triggerSuccessors starts the successors: root successors get the reconcile
+// annotation; sub-installations are woken by the watch that maps this
+// installation's status change to the installations importing its exports.
+func (r *Reconciler) triggerSuccessors(ctx context.Context, inst *lsv1alpha1.Installation) error {
+	if !isRoot(inst) {
+		return nil
+	}
+	succs, err := r.listByIndex(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
+	if err != nil {
+		return err
+	}
+	op := string(lsv1alpha1.OperationReconcile)
+	for _, s := range succs {
+		if !isRoot(s) || s.DeletionTimestamp != nil {
+			continue
+		}
+		if err := patchAnnotations(ctx, r.Client, s, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(s, inst, "Normal", ReasonSuccessorTriggered, "Reconcile", "triggered by predecessor %s", inst.Name)
+	}
+	return nil
+}
+
+// phaseInitDelete waits for the successors to be gone (unless
+// delete-ignore-successors), passes delete-without-uninstall down, and
+// deletes the sub-objects.
+func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, error) {
+	inst := s.inst
+	if inst.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] != "true" {
+		succs, err := r.listByIndex(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
+		if err != nil {
+			return outcome{}, err
+		}
+		var names []string
+		for _, sc := range succs {
+			if parentName(sc) == parentName(inst) {
+				names = append(names, sc.Name)
+			}
+		}
+		if len(names) > 0 {
+			return wait("successors %s to be deleted first", strings.Join(names, ", "))
+		}
+	}
+	subs, exec, err := r.subObjects(ctx, inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	objs := make([]client.Object, 0, len(subs)+1)
+	for _, sub := range subs {
+		objs = append(objs, sub)
+	}
+	if exec != nil {
+		objs = append(objs, exec)
+	}
+	for _, o := range objs {
+		if inst.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true" {
+			yes := "true"
+			if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.DeleteWithoutUninstallAnnotation: &yes}); err != nil {
+				return outcome{}, err
+			}
+		}
+		if o.GetDeletionTimestamp() == nil {
+			if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				return outcome{}, fmt.Errorf("deleting %s: %w", o.GetName(), err)
+			}
+		}
+	}
+	return next(lsv1alpha1.PhaseTriggerDelete)
+}
+
+// phaseTriggerDelete hands the job to every remaining sub-object.
+func (r *Reconciler) phaseTriggerDelete(ctx context.Context, s *scope) (outcome, error) {
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	for _, sub := range subs {
+		if err := r.handOverInstallation(ctx, sub, s.inst.Status.JobID); err != nil {
+			return outcome{}, err
+		}
+	}
+	if exec != nil {
+		if err := r.handOverExecution(ctx, exec, s.inst.Status.JobID); err != nil {
+			return outcome{}, err
+		}
+	}
+	return next(lsv1alpha1.PhaseDeleting)
+}
+
+// phaseDeleting waits for the sub-objects. All gone: the context objects go
+// and the finalizer is removed. All finished but some left: DeleteFailed. An
+// object never finishes before its sub-objects, so one failure among
+// unfinished sub-objects still waits.
+func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (outcome, error) {
+	inst := s.inst
+	subs, exec, err := r.subObjects(ctx, inst)
+	if err != nil {
+		return outcome{}, err
+	}
+	job := inst.Status.JobID
+	var working, failed []string
+	for _, sub := range subs {
+		if finishedWith(sub.Status.JobIDFinished, job) {
+			failed = append(failed, "sub-installation "+sub.Name)
+		} else {
+			working = append(working, "sub-installation "+sub.Name)
+		}
+	}
+	if exec != nil {
+		if finishedWith(exec.Status.JobIDFinished, job) {
+			failed = append(failed, "execution "+exec.Name)
+		} else {
+			working = append(working, "execution "+exec.Name)
+		}
+	}
+	switch {
+	case len(working) > 0:
+		return wait("%s to be deleted", strings.Join(working, ", "))
+	case len(failed) > 0:
+		return outcome{}, fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorForInfoOnly, "deleting sub-objects failed: %s; add the reconcile annotation to the root installation to retry", strings.Join(failed, ", "))
+	}
+	if err := r.deleteContext(ctx, inst); err != nil {
+		return outcome{}, err
+	}
+	if err := patchMeta(ctx, r.Client, inst, []string{lsv1alpha1.Finalizer}, nil); err != nil {
+		return outcome{}, client.IgnoreNotFound(err)
+	}
+	return outcome{gone: true}, nil
+}
+
+// deleteContext deletes the DataObjects and Targets of the installation's
+// context (its imports copied for its sub-installations, their exports).
+func (r *Reconciler) deleteContext(ctx context.Context, inst *lsv1alpha1.Installation) error {
+	sel := client.MatchingLabels{ContextLabel: labelValue(inst.Name)}
+	if err := r.Client.DeleteAllOf(ctx, &lsv1alpha1.DataObject{}, client.InNamespace(inst.Namespace), sel); err != nil {
+		return fmt.Errorf("deleting context data objects: %w", err)
+	}
+	if err := r.Client.DeleteAllOf(ctx, &lsv1alpha1.Target{}, client.InNamespace(inst.Namespace), sel); err != nil {
+		return fmt.Errorf("deleting context targets: %w", err)
+	}
+	return nil
+}

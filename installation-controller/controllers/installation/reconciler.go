@@ -1,0 +1,519 @@
+// Package installation reconciles Installations with seed 002's phase
+// machine: a job starts on a root installation (operation: reconcile, or its
+// deletion) or arrives from a parent (status.jobID), walks the installation
+// flow (Init → CleanupOrphaned → ObjectsCreated → Progressing → Completing →
+// Succeeded/Failed) or the deletion flow (InitDelete → TriggerDelete →
+// Deleting → gone/DeleteFailed), and ends with jobIDFinished = jobID.
+//
+// Each reconcile runs at most one phase and writes the status once, so every
+// phase transition is visible to watchers (and to tests). Sub-objects are
+// only ever met through the API: the controller writes an Execution's spec
+// and hands it a job by applying status.jobID with its own field manager.
+package installation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
+	"github.com/terrace-dev/terrace/kit/jobid"
+)
+
+// ControllerName names the controller (logs, metrics, events).
+const ControllerName = "installation"
+
+// FieldManager is the field manager of every write of this controller.
+const FieldManager = "installation-controller"
+
+// Event reasons (filterable with --field-selector reason=...).
+const (
+	ReasonJobStarted         = "JobStarted"
+	ReasonPhaseChanged       = "PhaseChanged"
+	ReasonSucceeded          = "Succeeded"
+	ReasonFailed             = "Failed"
+	ReasonRetrying           = "Retrying"
+	ReasonWaiting            = "Waiting"
+	ReasonReconcileIgnored   = "ReconcileAnnotationIgnored"
+	ReasonInterrupted        = "InterruptPropagated"
+	ReasonSuccessorTriggered = "SuccessorTriggered"
+)
+
+// lastError reasons of fatal errors.
+const (
+	ReasonBlueprintInvalid    = "BlueprintInvalid"
+	ReasonContextNotFound     = "ContextNotFound"
+	ReasonImportNotFound      = "ImportNotFound"
+	ReasonImportInvalid       = "ImportInvalid"
+	ReasonDataMappingFailed   = "DataMappingFailed"
+	ReasonTemplateFailed      = "TemplateFailed"
+	ReasonPredecessorFailed   = "PredecessorFailed"
+	ReasonSubObjectsFailed    = "SubObjectsFailed"
+	ReasonOrphansDeleteFailed = "OrphanDeletionFailed"
+	ReasonSpecChanged         = "SpecChanged"
+	ReasonImportsChanged      = "ImportsChanged"
+	ReasonExportInvalid       = "ExportInvalid"
+	ReasonDeleteFailed        = "SubObjectsDeleteFailed"
+	ReasonTransient           = "TransientError"
+)
+
+// Options configure the controller.
+type Options struct {
+	// Controller overrides the manager's controller defaults (concurrency,
+	// panic recovery); the zero value keeps them.
+	Controller controller.Options
+}
+
+// AddToManager registers the Installation reconciler with mgr.
+func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(FieldManager),
+	}
+	return r.SetupWithManager(ctx, mgr, opts.Controller)
+}
+
+// Least privilege for this reconciler (collected into the binary's ClusterRole
+// by make generate-rbac). Secrets and ConfigMaps are only read with get, one
+// import at a time, so the controller never needs to list or watch them.
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations/status,verbs=patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations/finalizers,verbs=update
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/status,verbs=patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets,verbs=get;list;watch;create;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles Installations.
+type Reconciler struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	// APIReader reads Secrets and ConfigMaps directly: caching every Secret
+	// of the cluster for the few an installation imports is not worth it
+	// (and would need list/watch on Secrets).
+	APIReader client.Reader
+	// Recorder emits events on installations.
+	Recorder events.EventRecorder
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+
+	// waits spaces out the re-checks of a waiting phase (Progressing,
+	// predecessors, successors) with growing intervals; events normally
+	// arrive first, the re-check only covers missed ones.
+	waits workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+// SetupWithManager checks the reconciler's inputs, registers the field
+// indexes and the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("installation: Client is nil")
+	case r.APIReader == nil:
+		return errors.New("installation: APIReader is nil")
+	case r.Recorder == nil:
+		return errors.New("installation: Recorder is nil")
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.waits = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute)
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ImportsIndex, indexImports); err != nil {
+		return fmt.Errorf("indexing installations by imports: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ExportsIndex, indexExports); err != nil {
+		return fmt.Errorf("indexing installations by exports: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		// Status matters (a parent hands a job over in status.jobID), so no
+		// generation filter.
+		For(&lsv1alpha1.Installation{}).
+		Owns(&lsv1alpha1.Execution{}).
+		Owns(&lsv1alpha1.Installation{}).
+		// A finished predecessor raises a reconcile event for its successors.
+		Watches(&lsv1alpha1.Installation{}, handler.EnqueueRequestsFromMapFunc(r.successorsOf)).
+		// An import appearing or changing wakes its importers.
+		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(dataKey))).
+		Watches(&lsv1alpha1.Target{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(targetKey))).
+		Complete(r)
+}
+
+func (r *Reconciler) successorsOf(ctx context.Context, o client.Object) []ctrl.Request {
+	inst, ok := o.(*lsv1alpha1.Installation)
+	if !ok {
+		return nil
+	}
+	return r.requestsFor(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
+}
+
+func (r *Reconciler) importersOf(key func(string) string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrl.Request {
+		return r.requestsFor(ctx, o.GetNamespace(), ImportsIndex, []string{key(o.GetName())}, "")
+	}
+}
+
+func (r *Reconciler) requestsFor(ctx context.Context, ns, index string, keys []string, except string) []ctrl.Request {
+	seen := map[string]bool{}
+	var reqs []ctrl.Request
+	for _, k := range keys {
+		list := &lsv1alpha1.InstallationList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: k}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing installations by index", "index", index, "key", k)
+			continue
+		}
+		for i := range list.Items {
+			n := list.Items[i].Name
+			if n != except && !seen[n] {
+				seen[n] = true
+				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: n}})
+			}
+		}
+	}
+	return reqs
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	inst   *lsv1alpha1.Installation
+	before *lsv1alpha1.Installation
+	// lock makes the status write conditional on the resourceVersion read
+	// (used when a job starts, so a stale cache can never start two).
+	lock bool
+	// gone is set when the finalizer was removed: no status write.
+	gone bool
+	// afterStatus runs after a successful status write, e.g. removing the
+	// annotation that started the job, so that it is never lost.
+	afterStatus []func(context.Context) error
+}
+
+type phaseFunc func(context.Context, *scope) (ctrl.Result, bool, error)
+
+// Reconcile runs the steps and writes the installation's status once, at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	inst := &lsv1alpha1.Installation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
+	ctx = ctrl.LoggerInto(ctx, log)
+	s := &scope{inst: inst, before: inst.DeepCopy()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				// The installation moved on; its new version triggers us again.
+				log.V(1).Info("installation changed during reconcile", "error", err.Error())
+				res, retErr = ctrl.Result{RequeueAfter: time.Second}, nil
+				return
+			}
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	return r.doReconcile(ctx, s)
+}
+
+func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	steps := []phaseFunc{
+		r.ensureFinalizer,
+		r.handleInterrupt,
+		r.startJob,
+		r.runPhase,
+	}
+	for _, step := range steps {
+		res, stop, err := step(ctx, s)
+		if err != nil || stop || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchStatus writes the status when it changed (merge patch of the
+// difference, so fields this reconcile did not touch are never written).
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.gone {
+		return nil
+	}
+	if !equality.Semantic.DeepEqual(s.inst.Status, s.before.Status) {
+		// The base gets the metadata as this reconcile last wrote it
+		// (finalizer, annotations): the patch then holds only status, and the
+		// optimistic lock checks the latest resourceVersion we know.
+		base := s.before.DeepCopy()
+		base.ObjectMeta = *s.inst.ObjectMeta.DeepCopy()
+		var opts []client.MergeFromOption
+		if s.lock {
+			opts = append(opts, client.MergeFromWithOptimisticLock{})
+		}
+		if err := r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("writing installation status: %w", err)
+		}
+	}
+	for _, f := range s.afterStatus {
+		if err := f(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	if s.inst.DeletionTimestamp != nil || controllerutil.ContainsFinalizer(s.inst, lsv1alpha1.Finalizer) {
+		return ctrl.Result{}, false, nil
+	}
+	if err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer}); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// handleInterrupt moves an interrupt annotation from the installation to its
+// sub-installations and execution; the execution controller fails the
+// unfinished deploy items, so the whole tree finishes as usual.
+func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	if lsv1alpha1.Operation(s.inst.Annotations[lsv1alpha1.OperationAnnotation]) != lsv1alpha1.OperationInterrupt {
+		return ctrl.Result{}, false, nil
+	}
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	op := string(lsv1alpha1.OperationInterrupt)
+	for _, sub := range subs {
+		if err := patchAnnotations(ctx, r.Client, sub, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
+	if exec != nil {
+		if err := patchAnnotations(ctx, r.Client, exec, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
+	if err := patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil}); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	r.Recorder.Eventf(s.inst, nil, "Normal", ReasonInterrupted, "Interrupt", "interrupt handed to %d sub-installation(s) and %d execution(s)", len(subs), btoi(exec != nil))
+	return ctrl.Result{}, false, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// startJob applies the start rules (package jobs) and starts a job when they say so.
+func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	inst := s.inst
+	d := jobs.Decide(jobs.State{
+		Root:          isRoot(inst),
+		Deleting:      inst.DeletionTimestamp != nil,
+		Operation:     lsv1alpha1.Operation(inst.Annotations[lsv1alpha1.OperationAnnotation]),
+		Phase:         inst.Status.Phase,
+		JobID:         inst.Status.JobID,
+		JobIDFinished: inst.Status.JobIDFinished,
+	})
+	if d.RemoveOperation {
+		remove := func(ctx context.Context) error {
+			return patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+		}
+		if d.Action == jobs.StartNewJob {
+			// Removed only after the new job is written, so it is never lost.
+			s.afterStatus = append(s.afterStatus, remove)
+		} else if err := remove(ctx); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
+	if d.IgnoredReconcile {
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonReconcileIgnored, "Reconcile", "the reconcile annotation only starts jobs on root installations; removed")
+	}
+	if d.Postponed && inst.Status.Phase != "" {
+		ctrl.LoggerFrom(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
+	}
+	switch d.Action {
+	case jobs.Idle:
+		return ctrl.Result{}, true, nil
+	case jobs.Continue:
+		return ctrl.Result{}, false, nil
+	case jobs.StartNewJob:
+		inst.Status.JobID = jobid.New()
+		s.lock = true
+	}
+	inst.Status.Phase = d.Phase
+	inst.Status.ObservedGeneration = inst.Generation
+	inst.Status.LastError = nil
+	r.setReady(inst, metav1.ConditionUnknown, "Progressing", fmt.Sprintf("job %s started", inst.Status.JobID))
+	r.Recorder.Eventf(inst, nil, "Normal", ReasonJobStarted, "Reconcile", "job %s started with phase %s", inst.Status.JobID, d.Phase)
+	r.waits.Forget(key(inst))
+	// The status write triggers the next reconcile, which runs the phase.
+	return ctrl.Result{}, true, nil
+}
+
+func key(inst *lsv1alpha1.Installation) types.NamespacedName {
+	return types.NamespacedName{Namespace: inst.Namespace, Name: inst.Name}
+}
+
+// outcome is what a phase function decides.
+type outcome struct {
+	// next is the phase to move to; "" stays (wait).
+	next lsv1alpha1.Phase
+	// waitMsg says what the phase waits for (with next == "").
+	waitMsg string
+	// gone: the installation's finalizer was removed.
+	gone bool
+}
+
+// fatalError ends the job (Failed or DeleteFailed).
+type fatalError struct {
+	reason string
+	code   lsv1alpha1.ErrorCode
+	err    error
+}
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+func fatal(reason string, code lsv1alpha1.ErrorCode, err error) error {
+	return &fatalError{reason: reason, code: code, err: err}
+}
+
+func fatalf(reason string, code lsv1alpha1.ErrorCode, format string, args ...any) error {
+	return fatal(reason, code, fmt.Errorf(format, args...))
+}
+
+func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) func(context.Context, *scope) (outcome, error) {
+	switch p {
+	case lsv1alpha1.PhaseInit:
+		return r.phaseInit
+	case lsv1alpha1.PhaseCleanupOrphaned:
+		return r.phaseCleanupOrphaned
+	case lsv1alpha1.PhaseObjectsCreated:
+		return r.phaseObjectsCreated
+	case lsv1alpha1.PhaseProgressing:
+		return r.phaseProgressing
+	case lsv1alpha1.PhaseCompleting:
+		return r.phaseCompleting
+	case lsv1alpha1.PhaseInitDelete:
+		return r.phaseInitDelete
+	case lsv1alpha1.PhaseTriggerDelete:
+		return r.phaseTriggerDelete
+	case lsv1alpha1.PhaseDeleting:
+		return r.phaseDeleting
+	}
+	return nil
+}
+
+// runPhase runs the current phase of the running job once.
+func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	inst := s.inst
+	log := ctrl.LoggerFrom(ctx)
+	fn := r.phaseFunc(inst.Status.Phase)
+	if fn == nil {
+		return ctrl.Result{}, true, nil
+	}
+	out, err := fn(ctx, s)
+	deleteFlow := jobs.IsDeletePhase(inst.Status.Phase)
+	var fe *fatalError
+	switch {
+	case errors.As(err, &fe):
+		failed := lsv1alpha1.PhaseFailed
+		if deleteFlow {
+			failed = lsv1alpha1.PhaseDeleteFailed
+		}
+		log.Info("job failed", "reason", fe.reason, "error", fe.err.Error())
+		r.setLastError(inst, string(inst.Status.Phase), fe.reason, fe.err.Error(), fe.code)
+		inst.Status.Phase = failed
+		inst.Status.JobIDFinished = inst.Status.JobID
+		r.setReady(inst, metav1.ConditionFalse, fe.reason, fe.err.Error())
+		r.Recorder.Eventf(inst, nil, "Warning", ReasonFailed, "Reconcile", "job %s ended %s: %s", inst.Status.JobID, failed, fe.err.Error())
+		r.waits.Forget(key(inst))
+		return ctrl.Result{}, true, nil
+	case err != nil:
+		// A normal error repeats the phase; the controller's rate limiter
+		// makes the intervals grow.
+		r.setLastError(inst, string(inst.Status.Phase), ReasonTransient, err.Error(), "")
+		r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, "Reconcile", "phase %s will be retried: %s", inst.Status.Phase, err.Error())
+		return ctrl.Result{}, true, err
+	case out.gone:
+		s.gone = true
+		return ctrl.Result{}, true, nil
+	case out.next == "":
+		delay := r.waits.When(key(inst))
+		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
+		// Say what the job waits for (written only when it changes), so a
+		// stall is never silent.
+		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", inst.Status.Phase, out.waitMsg))
+		return ctrl.Result{RequeueAfter: delay}, true, nil
+	}
+	r.waits.Forget(key(inst))
+	log.V(1).Info("phase done", "next", out.next)
+	inst.Status.Phase = out.next
+	if out.next == lsv1alpha1.PhaseSucceeded {
+		inst.Status.JobIDFinished = inst.Status.JobID
+		inst.Status.LastError = nil
+		r.setReady(inst, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", inst.Status.JobID))
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", inst.Status.JobID)
+	}
+	return ctrl.Result{}, true, nil
+}
+
+func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > 32768 {
+		msg = msg[:32768]
+	}
+	apimeta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
+		Type:               lsv1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            msg,
+		ObservedGeneration: inst.Generation,
+	})
+}
+
+func (r *Reconciler) setLastError(inst *lsv1alpha1.Installation, op, reason, msg string, code lsv1alpha1.ErrorCode) {
+	now := metav1.NewTime(r.Now())
+	e := &lsv1alpha1.Error{Operation: op, Reason: reason, Message: msg, LastTransitionTime: now, LastUpdateTime: now}
+	if code != "" {
+		e.Codes = []lsv1alpha1.ErrorCode{code}
+	}
+	if prev := inst.Status.LastError; prev != nil && prev.Reason == reason && prev.Message == msg && prev.Operation == op {
+		// The same error again: keep the object unchanged (no write that
+		// changes nothing but a timestamp on every retry).
+		return
+	}
+	inst.Status.LastError = e
+}
+
+// parseBlueprint reads the installation's inline blueprint.
+func parseBlueprint(inst *lsv1alpha1.Installation) (*blueprint.Blueprint, error) {
+	if inst.Spec.Blueprint.Inline == nil {
+		return nil, fatalf(ReasonBlueprintInvalid, lsv1alpha1.ErrorConfigurationProblem, "spec.blueprint.inline is missing: only inline blueprints are supported")
+	}
+	bp, err := blueprint.Parse(inst.Spec.Blueprint.Inline.Filesystem)
+	if err != nil {
+		return nil, fatal(ReasonBlueprintInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("blueprint: %w", err))
+	}
+	return bp, nil
+}

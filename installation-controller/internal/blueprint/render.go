@@ -1,0 +1,200 @@
+package blueprint
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/schema"
+	"github.com/terrace-dev/terrace/installation-controller/internal/tmpl"
+)
+
+// ImportError is an import that is missing or invalid.
+type ImportError struct {
+	Name string
+	Msg  string
+}
+
+func (e *ImportError) Error() string { return fmt.Sprintf("import %q: %s", e.Name, e.Msg) }
+
+// CompleteImports checks the values an installation provides against the
+// blueprint's import definitions: required imports must be present, optional
+// ones get their default, data values must match their schema and targets
+// their targetType. targetTypes maps each target import to its Target's type.
+// It returns the values templates see as .imports.
+func (b *Blueprint) CompleteImports(values map[string]any, targetTypes map[string]string) (map[string]any, error) {
+	out := make(map[string]any, len(values))
+	for k, v := range values {
+		out[k] = v
+	}
+	for _, def := range b.Imports {
+		v, ok := out[def.Name]
+		if !ok {
+			switch {
+			case def.HasDefault:
+				out[def.Name] = def.Default
+				continue
+			case def.Required:
+				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("the blueprint requires this %s import, but the installation does not provide it (add it to spec.imports.%s)", def.Type, specList(def.Type))}
+			default:
+				continue
+			}
+		}
+		switch def.Type {
+		case TypeTarget:
+			tt, isTarget := targetTypes[def.Name]
+			if !isTarget {
+				return nil, &ImportError{Name: def.Name, Msg: "the blueprint declares a target import, but the installation provides it as data (use spec.imports.targets)"}
+			}
+			if def.TargetType != "" && tt != def.TargetType {
+				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("target has type %q, the blueprint requires %q", tt, def.TargetType)}
+			}
+		default:
+			if err := schema.Validate("import "+def.Name, def.Schema, v); err != nil {
+				return nil, &ImportError{Name: def.Name, Msg: err.Error()}
+			}
+		}
+	}
+	return out, nil
+}
+
+func specList(typ string) string {
+	if typ == TypeTarget {
+		return "targets"
+	}
+	return "data"
+}
+
+// ValidateExports checks export values against the blueprint's export schemas.
+func (b *Blueprint) ValidateExports(values map[string]any) error {
+	for _, def := range b.Exports {
+		v, ok := values[def.Name]
+		if !ok || def.Type != TypeData {
+			continue
+		}
+		if err := schema.Validate("export "+def.Name, def.Schema, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func source(ex Execution) tmpl.Source {
+	return tmpl.Source{Execution: ex.Name, File: ex.File, Line: ex.Line, Template: ex.Template}
+}
+
+// renderedItem is one deploy item as a deploy execution writes it.
+type renderedItem struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Target *struct {
+		Import    string `json:"import,omitempty"`
+		Name      string `json:"name,omitempty"`
+		Namespace string `json:"namespace,omitempty"`
+	} `json:"target,omitempty"`
+	Labels    map[string]string    `json:"labels,omitempty"`
+	Config    runtime.RawExtension `json:"config"`
+	DependsOn []string             `json:"dependsOn,omitempty"`
+	Timeout   *lsv1alpha1.Duration `json:"timeout,omitempty"`
+}
+
+// DeployItems runs the deploy executions and returns the execution's items.
+// targetNames maps target import names to the Target objects they resolve to,
+// so `target: {import: cluster}` becomes a reference to that Target.
+func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]string) ([]lsv1alpha1.DeployItemTemplate, error) {
+	var items []lsv1alpha1.DeployItemTemplate
+	seen := map[string]string{}
+	for _, ex := range b.DeployExecutions {
+		out, err := tmpl.Execute(source(ex), values)
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			DeployItems []renderedItem `json:"deployItems"`
+		}
+		if err := reencode(out, &doc); err != nil {
+			return nil, fmt.Errorf("execution %q (%s): the rendered document is not a list of deployItems: %w", ex.Name, ex.File, err)
+		}
+		for _, ri := range doc.DeployItems {
+			if prev, dup := seen[ri.Name]; dup {
+				return nil, fmt.Errorf("execution %q (%s): deploy item %q is also rendered by execution %q", ex.Name, ex.File, ri.Name, prev)
+			}
+			seen[ri.Name] = ex.Name
+			it := lsv1alpha1.DeployItemTemplate{Name: ri.Name, Type: ri.Type, Labels: ri.Labels, Config: ri.Config, DependsOn: ri.DependsOn, Timeout: ri.Timeout}
+			if ri.Target != nil {
+				switch {
+				case ri.Target.Import != "":
+					name, ok := targetNames[ri.Target.Import]
+					if !ok {
+						return nil, fmt.Errorf("execution %q (%s): deploy item %q: target import %q is not a target import of this installation", ex.Name, ex.File, ri.Name, ri.Target.Import)
+					}
+					it.Target = &lsv1alpha1.ObjectReference{Name: name}
+				case ri.Target.Name != "":
+					it.Target = &lsv1alpha1.ObjectReference{Name: ri.Target.Name, Namespace: ri.Target.Namespace}
+				}
+			}
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
+
+// SubinstallationTemplates returns the static sub-installations followed by
+// those the subinstallation executions render.
+func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]InstallationTemplate, error) {
+	out := append([]InstallationTemplate(nil), b.Subinstallations...)
+	for _, ex := range b.SubinstallationExecutions {
+		doc, err := tmpl.Execute(source(ex), values)
+		if err != nil {
+			return nil, err
+		}
+		list, _ := doc["subinstallations"].([]any)
+		for i, raw := range list {
+			m, ok := raw.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("execution %q (%s): subinstallations[%d] is not a mapping", ex.Name, ex.File, i)
+			}
+			t, err := DecodeInstallationTemplate(m)
+			if err != nil {
+				return nil, fmt.Errorf("execution %q (%s): subinstallations[%d]: %w", ex.Name, ex.File, i, err)
+			}
+			out = append(out, *t)
+		}
+	}
+	seen := map[string]bool{}
+	for _, t := range out {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("subinstallation %q is defined twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Exports runs the export executions and merges their `exports` maps.
+func (b *Blueprint) RenderExports(values map[string]any) (map[string]any, error) {
+	exports := map[string]any{}
+	for _, ex := range b.ExportExecutions {
+		doc, err := tmpl.Execute(source(ex), values)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := doc["exports"].(map[string]any)
+		for k, v := range m {
+			exports[k] = v
+		}
+	}
+	return exports, nil
+}
+
+func reencode(in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}

@@ -1,0 +1,168 @@
+// Package tmpl runs GoTemplate executors: Go text/template with the sprig
+// functions plus toYaml and fromYaml, whose output is a YAML document.
+//
+// Errors are the main concern here: a failing template names the execution,
+// the blueprint file and the line in that file, and quotes the offending
+// source (for template errors) or rendered output (for YAML errors), because
+// users cannot otherwise locate a mistake in a rendered document they never
+// see.
+package tmpl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// Source is a template and where it comes from.
+type Source struct {
+	// Execution is the executor's name in the blueprint.
+	Execution string
+	// File is the blueprint file holding the template.
+	File string
+	// Line is the line of File where the template starts (1 if unknown).
+	Line int
+	// Template is the template text.
+	Template string
+}
+
+// Error is a template that failed to parse, execute or produce YAML.
+type Error struct {
+	Execution string
+	File      string
+	// Line in File, 0 if unknown.
+	Line int
+	// Stage is "parse", "render" or "yaml".
+	Stage string
+	// Cause is the underlying error message.
+	Cause string
+	// Snippet quotes the lines around the error, the offending one marked ">".
+	Snippet string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "execution %q (%s", e.Execution, e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ", line %d", e.Line)
+	}
+	fmt.Fprintf(&b, "): %s failed: %s", e.Stage, e.Cause)
+	if e.Snippet != "" {
+		b.WriteString("\n")
+		b.WriteString(e.Snippet)
+	}
+	return b.String()
+}
+
+// Funcs returns the functions templates can call.
+func Funcs() template.FuncMap {
+	f := sprig.TxtFuncMap()
+	f["toYaml"] = func(v any) (string, error) {
+		out, err := yaml.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSuffix(string(out), "\n"), nil
+	}
+	f["fromYaml"] = func(s string) (any, error) {
+		var v any
+		if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	return f
+}
+
+// templateLine finds "<name>:<line>" in a text/template error.
+var templateLine = regexp.MustCompile(`template: [^:]*:(\d+)(?::\d+)?:`)
+
+// yamlLine finds "line N" in a YAML error.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// Execute renders src with values and decodes the result as a YAML mapping.
+func Execute(src Source, values map[string]any) (map[string]any, error) {
+	base := src.Line
+	if base < 1 {
+		base = 1
+	}
+	fail := func(stage string, err error, text string, line int, offset int) *Error {
+		e := &Error{Execution: src.Execution, File: src.File, Stage: stage, Cause: cleanCause(err)}
+		if line > 0 {
+			e.Line = line + offset
+			e.Snippet = snippet(text, line, offset)
+		}
+		return e
+	}
+	t, err := template.New(src.Execution).Funcs(Funcs()).Option("missingkey=zero").Parse(src.Template)
+	if err != nil {
+		return nil, fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, values); err != nil {
+		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
+	}
+	out := map[string]any{}
+	if err := yaml.Unmarshal(buf.Bytes(), &out); err != nil {
+		// A YAML error is in the rendered text, which is what we quote; the
+		// line reported is that of the rendered document, not of the file.
+		e := fail("yaml", err, buf.String(), lineOf(yamlLine, err), 0)
+		if e.Line > 0 {
+			e.Cause = fmt.Sprintf("%s (rendered output, line %d)", e.Cause, e.Line)
+			e.Line = 0
+		}
+		return nil, e
+	}
+	return out, nil
+}
+
+func lineOf(re *regexp.Regexp, err error) int {
+	m := re.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, convErr := strconv.Atoi(m[1])
+	if convErr != nil {
+		return 0
+	}
+	return n
+}
+
+// cleanCause drops the "template: name:line:col: " prefix the location
+// already says.
+func cleanCause(err error) string {
+	msg := err.Error()
+	var te template.ExecError
+	if errors.As(err, &te) {
+		msg = te.Err.Error()
+	}
+	if loc := templateLine.FindStringIndex(msg); loc != nil && loc[0] == 0 {
+		msg = strings.TrimSpace(msg[loc[1]:])
+	}
+	return msg
+}
+
+// snippet quotes up to two lines either side of line (1-based in text),
+// numbering them as lines of the file (offset added).
+func snippet(text string, line, offset int) string {
+	lines := strings.Split(text, "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	var b strings.Builder
+	for i := max(1, line-2); i <= min(len(lines), line+2); i++ {
+		mark := " "
+		if i == line {
+			mark = ">"
+		}
+		fmt.Fprintf(&b, "%s %4d | %s\n", mark, i+offset, lines[i-1])
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,60 @@
+package tmpl
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExecute(t *testing.T) {
+	src := Source{Execution: "deploy", File: "blueprint.yaml", Line: 10, Template: "a: {{ .x | upper }}\nb: {{ toYaml .m | nindent 2 }}\nc: {{ (fromYaml \"k: v\").k }}\n"}
+	out, err := Execute(src, map[string]any{"x": "hi", "m": map[string]any{"k": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["a"] != "HI" || out["c"] != "v" {
+		t.Errorf("out = %v", out)
+	}
+	if m, ok := out["b"].(map[string]any); !ok || m["k"] != float64(1) {
+		t.Errorf("b = %#v", out["b"])
+	}
+}
+
+func TestErrorsNameExecutionFileLineAndSnippet(t *testing.T) {
+	cases := map[string]struct {
+		tpl    string
+		values map[string]any
+		want   []string
+	}{
+		"parse": {
+			tpl:  "a: 1\nb: {{ end }}\nc: 3\n",
+			want: []string{`execution "deploy" (blueprint.yaml, line 11): parse failed`, ">   11 | b: {{ end }}"},
+		},
+		"render": {
+			tpl:    "a: 1\nb: 2\nc: {{ .x.y.z }}\nd: {{ index .list 5 }}\n",
+			values: map[string]any{"x": map[string]any{"y": map[string]any{"z": 1}}, "list": []any{}},
+			want:   []string{`(blueprint.yaml, line 13): render failed`, "index out of range", ">   13 | d: {{ index .list 5 }}"},
+		},
+		"yaml": {
+			tpl:    "a: 1\nb: {{ .v }}\nc: 3\n",
+			values: map[string]any{"v": "x: y: z"},
+			want:   []string{"yaml failed", "rendered output, line 2", ">    2 | b: x: y: z"},
+		},
+		"function error": {
+			tpl:  "a: {{ fail \"boom\" }}\n",
+			want: []string{"line 10", "boom"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Line: 10, Template: tc.tpl}, tc.values)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%s\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
