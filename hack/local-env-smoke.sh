@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of the local environment (make test-local-env, run by CI): start it,
+# check that every component's kustomize manifests pass a server-side dry run,
 # drive the seed-004 claim through dynamic provisioning with every controller
-# running as its own process under its own generated RBAC, delete it again, and
-# stop. Any missing permission or broken hand-over shows up here as a timeout,
+# running as its own process under its own generated RBAC, delete it again, run
+# the demo (make demo: a landscape of installations and a claim), and stop. Any missing permission or broken hand-over shows up here as a timeout,
 # with the controllers' logs printed.
 set -euo pipefail
 
@@ -17,13 +18,20 @@ cleanup() {
     echo "smoke test failed; controller logs:" >&2
     for f in "${ROOT}"/.local/logs/*.log; do echo "--- ${f}" >&2; tail -n 30 "${f}" >&2; done
   fi
-  kubectl delete namespace "${ns}" --wait=false >/dev/null 2>&1 || true
+  kubectl delete namespace "${ns}" demo landscape-app --wait=false >/dev/null 2>&1 || true
   "${ROOT}/hack/local-env.sh" down >/dev/null
   exit "${status}"
 }
 trap cleanup EXIT
 
 "${ROOT}/hack/local-env.sh" up
+
+# The deployable manifests (CRDs, namespace, every component) are accepted by a real API server.
+kubectl kustomize "${ROOT}/config/default" | kubectl apply --server-side --dry-run=server -f - >/dev/null
+for c in "${ROOT}"/config/components/*/; do
+  kubectl kustomize "${c}" >/dev/null
+done
+echo "kustomize manifests pass a server-side dry run"
 
 kubectl create namespace "${ns}"
 kubectl apply -f "${SEEDS}/004-step0-deploymenttargetclass.yaml"
@@ -39,4 +47,6 @@ kubectl get namespace "${target_ns}"
 kubectl -n "${ns}" delete dtc staging-dtc --timeout=120s
 kubectl -n "${ns}" wait --for=delete dt --all --timeout=60s
 kubectl wait --for=delete "namespace/${target_ns}" --timeout=120s
+
+"${ROOT}/hack/demo.sh"
 echo "local environment smoke test passed"
