@@ -47,7 +47,7 @@ func run(m *testing.M) int {
 	}()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := aggregateClusterRoles(ctx, env.Client); err != nil {
+	if err := testenv.AggregateClusterRoles(ctx, env.Client); err != nil {
 		cancel()
 		fmt.Fprintf(os.Stderr, "aggregating ClusterRoles: %v\n", err)
 		return 1

@@ -1,4 +1,4 @@
-package spacerequest_test
+package testenv
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// aggregateClusterRoles does once what kube-controller-manager's
+// AggregateClusterRoles does once what kube-controller-manager's
 // clusterrole-aggregation controller does continuously: it fills the rules of
 // aggregated ClusterRoles (admin, edit, view) from the ClusterRoles their
 // selectors match. A bare kube-apiserver (envtest) creates the bootstrap
 // roles but leaves the aggregated ones empty, so "edit" would grant nothing.
-func aggregateClusterRoles(ctx context.Context, c client.Client) error {
+// Tests that hand out credentials bound to those roles call it after Start.
+func AggregateClusterRoles(ctx context.Context, c client.Client) error {
 	// Aggregated roles may select each other (edit selects view): iterate to
 	// a fixed point.
 	for range 5 {
