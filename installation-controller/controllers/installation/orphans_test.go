@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 )
@@ -126,4 +127,95 @@ deployExecutions:
 		HaveField("Status.JobID", Not(Equal(first))), HaveField("Status.ExecutionReference", BeNil())))
 	_, err = getExec(ns, "root")()
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+}
+
+// Orphaned sub-installations whose deletion fails end DeleteFailed; when
+// all of them did, the parent's job fails in CleanupOrphaned with
+// OrphanDeletionFailed. Their deploy items use a Target that is deleted
+// before they become orphans, so the items' uninstall fails (as in
+// TestDeleteFailedAndRetry). With the Target back, a new job deletes them.
+func TestOrphansDeleteFailedFailParent(t *testing.T) {
+	ns, g := setup(t)
+	rec := record(t, ns)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	names := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one","two"]`))}
+	create(g, names)
+	fs := map[string]string{
+		"blueprint.yaml": `imports:
+- name: names
+  type: data
+  schema: {type: array, items: {type: string}}
+subinstallationExecutions:
+- name: subs
+  type: GoTemplate
+  template: |
+    subinstallations:
+    {{- range .imports.names }}
+    - name: {{ . }}
+      blueprint:
+        dir: sub
+    {{- end }}
+`,
+		"sub/blueprint.yaml": `deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: item
+      type: landscaper.gardener.cloud/mock
+      target:
+        name: cluster
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+`,
+	}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+
+	// The Target goes; then both sub-installations leave the blueprint.
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster")})).To(Succeed())
+	g.Eventually(func() bool {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster"}, &lsv1alpha1.Target{})
+		return apierrors.IsNotFound(err)
+	}, timeout, interval).Should(BeTrue())
+	names.Data = lsv1alpha1.NewAnyJSON([]byte(`[]`))
+	g.Expect(env.Client.Update(ctx, names)).To(Succeed())
+	inst, _ = getInst(ns, "root")()
+	first := inst.Status.JobID
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed),
+		HaveField("Status.JobID", Not(Equal(first))),
+		HaveField("Status.LastError.Reason", "OrphanDeletionFailed"),
+		HaveField("Status.LastError.Operation", string(lsv1alpha1.PhaseCleanupOrphaned))),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	inst, _ = getInst(ns, "root")()
+	job := inst.Status.JobID
+	g.Expect(inst.Status.LastError.Message).To(And(ContainSubstring("sub-installation root-one"), ContainSubstring("sub-installation root-two")))
+	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
+		HaveField("Status", BeEquivalentTo("False")), HaveField("Reason", "OrphanDeletionFailed"))))
+	for _, n := range []string{"root-one", "root-two"} {
+		sub, err := getInst(ns, n)()
+		g.Expect(err).NotTo(HaveOccurred(), n)
+		g.Expect(sub.DeletionTimestamp).NotTo(BeNil(), n)
+		g.Expect(sub.Status.Phase).To(Equal(lsv1alpha1.PhaseDeleteFailed), n)
+		g.Expect(sub.Status.JobIDFinished).To(Equal(job), n)
+	}
+	// The failed job went Init → CleanupOrphaned → Failed: the orphans'
+	// failure ended it before any sub-object got the job.
+	phases := rec.phases("root")
+	g.Expect(phases[len(phases)-3:]).To(HaveExactElements(lsv1alpha1.PhaseInit, lsv1alpha1.PhaseCleanupOrphaned, lsv1alpha1.PhaseFailed))
+
+	// With the Target back, a new job hands itself to the orphans again,
+	// whose deletion now succeeds.
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(job)))),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	for _, n := range []string{"root-one", "root-two"} {
+		g.Expect(gone(getInst(ns, n))()).To(BeTrue(), n)
+	}
 }
