@@ -36,7 +36,7 @@ var sharedFlags = []string{
 }
 
 // binDir finds bin/ beside go.work; `make test` builds the binaries first.
-func binDir(t *testing.T) string {
+func binDir(t testing.TB) string {
 	t.Helper()
 	assets, err := testenv.AssetsDir() // <root>/bin/k8s, or $KUBEBUILDER_ASSETS
 	if err != nil {
@@ -79,7 +79,7 @@ func TestEveryBinaryRejectsBadFlagsClearly(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,4 +1,3 @@
 // Package e2e is the end-to-end suite: it runs every Terrace binary as its own
-// process against one API server. The suite arrives with the local-environment
-// issue; until then this module only reserves its place in the workspace.
+// process against one API server (see README.md).
 package e2e

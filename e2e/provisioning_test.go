@@ -6,18 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -31,7 +28,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
-func provisioningScheme(t *testing.T) *runtime.Scheme {
+func provisioningScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -50,20 +47,8 @@ func provisioningScheme(t *testing.T) *runtime.Scheme {
 func TestSeed004DynamicProvisioning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	dir := binDir(t)
-	env := testenv.StartT(t, provisioningScheme(t))
+	env := startProvisioning(t)
 	c := env.Client
-	// envtest has no kube-controller-manager: do its ClusterRole aggregation
-	// once, so that "edit" grants what it grants in a cluster.
-	g.Expect(aggregateClusterRoles(ctx, c)).To(Succeed())
-
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
-	procCtx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	for _, b := range []string{"dt-binder", "sandbox-provisioner", "spacerequest-stub"} {
-		startBinary(t, procCtx, filepath.Join(dir, b), kubeconfig)
-	}
 
 	const ns = "default" // `kubectl apply -f` without -n
 	for _, f := range []string{
@@ -135,13 +120,7 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 		g.Expect(n.DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(wait).WithPolling(poll).Should(Succeed(), "the namespace is being deleted")
 	// No namespace controller here: finish the namespace's deletion as it would.
-	cs, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	n, err := cs.CoreV1().Namespaces().Get(ctx, target.Name, metav1.GetOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	n.Spec.Finalizers = nil
-	_, err = cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
+	finalizeNamespace(t, env, target.Name)
 
 	for _, obj := range []client.Object{
 		&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sr.Name}},
@@ -156,9 +135,55 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 	}
 }
 
+// provisioningBinaries are the three processes of environment provisioning.
+var provisioningBinaries = []string{"dt-binder", "sandbox-provisioner", "spacerequest-stub"}
+
+// startProvisioning starts an API server, does once what kube-controller-manager's
+// ClusterRole aggregation would do (envtest has no kube-controller-manager, so
+// "edit" would grant nothing), and runs dt-binder, sandbox-provisioner and
+// spacerequest-stub as processes against it until tb ends.
+func startProvisioning(tb testing.TB) *testenv.Env {
+	tb.Helper()
+	dir := binDir(tb)
+	env := testenv.StartT(tb, provisioningScheme(tb))
+	ctx := context.Background()
+	if err := testenv.AggregateClusterRoles(ctx, env.Client); err != nil {
+		tb.Fatal(err)
+	}
+	kubeconfig := filepath.Join(tb.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	procCtx, cancel := context.WithCancel(ctx)
+	tb.Cleanup(cancel)
+	for _, b := range provisioningBinaries {
+		startBinary(tb, procCtx, filepath.Join(dir, b), kubeconfig)
+	}
+	return env
+}
+
+// finalizeNamespace finishes the deletion of a namespace being deleted, as
+// the namespace controller of kube-controller-manager would (envtest has none).
+func finalizeNamespace(tb testing.TB, env *testenv.Env, name string) {
+	tb.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n.Spec.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // startBinary runs a controller binary against the API server until the
 // test ends, and prints its log if the test failed.
-func startBinary(t *testing.T, ctx context.Context, path, kubeconfig string) {
+func startBinary(t testing.TB, ctx context.Context, path, kubeconfig string) {
 	t.Helper()
 	name := filepath.Base(path)
 	cmd := exec.CommandContext(ctx, path,
@@ -209,63 +234,4 @@ func applySeed(t *testing.T, c client.Client, file, ns string) {
 		client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
 		t.Fatalf("applying %s: %v", file, err)
 	}
-}
-
-// aggregateClusterRoles does once what kube-controller-manager's
-// clusterrole-aggregation controller does continuously: it fills the rules of
-// aggregated ClusterRoles (admin, edit, view) from the ClusterRoles their
-// selectors match. A bare kube-apiserver leaves them empty.
-func aggregateClusterRoles(ctx context.Context, c client.Client) error {
-	for range 5 { // edit selects view: iterate to a fixed point
-		changed := false
-		all := &rbacv1.ClusterRoleList{}
-		if err := c.List(ctx, all); err != nil {
-			return err
-		}
-		for i := range all.Items {
-			role := &all.Items[i]
-			if role.AggregationRule == nil {
-				continue
-			}
-			var rules []rbacv1.PolicyRule
-			for _, sel := range role.AggregationRule.ClusterRoleSelectors {
-				s, err := metav1.LabelSelectorAsSelector(&sel)
-				if err != nil {
-					return fmt.Errorf("aggregation rule of %s: %w", role.Name, err)
-				}
-				for j := range all.Items {
-					other := &all.Items[j]
-					if other.Name == role.Name || !s.Matches(labels.Set(other.Labels)) {
-						continue
-					}
-					for _, r := range other.Rules {
-						if !containsRule(rules, r) {
-							rules = append(rules, r)
-						}
-					}
-				}
-			}
-			if len(rules) == 0 || reflect.DeepEqual(rules, role.Rules) {
-				continue
-			}
-			role.Rules = rules
-			if err := c.Update(ctx, role); err != nil {
-				return fmt.Errorf("aggregating ClusterRole %s: %w", role.Name, err)
-			}
-			changed = true
-		}
-		if !changed {
-			return nil
-		}
-	}
-	return nil
-}
-
-func containsRule(rules []rbacv1.PolicyRule, r rbacv1.PolicyRule) bool {
-	for _, x := range rules {
-		if reflect.DeepEqual(x, r) {
-			return true
-		}
-	}
-	return false
 }
