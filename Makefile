@@ -123,6 +123,10 @@ up: build-control-plane build ## Start the local environment: control plane + ev
 demo: up ## On top of make up: apply examples/ and follow them until every job finished and every claim is bound.
 	hack/demo.sh
 
+.PHONY: demo-clean
+demo-clean: ## Remove what make demo created, in dependency order (installations, claim, namespaces).
+	hack/demo.sh clean
+
 .PHONY: down
 down: ## Stop exactly what `make up` started.
 	hack/local-env.sh down

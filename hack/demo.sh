@@ -38,6 +38,24 @@ job_finished() {
 
 kubectl get --raw /readyz >/dev/null 2>&1 || { echo "the local environment is not running: make up" >&2; exit 1; }
 
+# `hack/demo.sh clean` (make demo-clean) removes the demo in dependency order:
+# the root installations first (their deployers need the Targets and Secrets to
+# uninstall), then the claim (its target, SpaceRequest and namespace follow),
+# then the namespace. Deleting the namespace first would delete the Targets
+# under the installations and leave them DeleteFailed.
+if [[ "${1:-}" == clean ]]; then
+  step "removing the demo"
+  kubectl -n "${NS}" delete installation landscape team-app --ignore-not-found --timeout="${TIMEOUT}s"
+  kubectl -n "${NS}" delete dtc team-env --ignore-not-found --timeout="${TIMEOUT}s"
+  kubectl delete namespace "${NS}" landscape-app --ignore-not-found --timeout="${TIMEOUT}s"
+  exit 0
+fi
+
+if [[ "$(kubectl get namespace "${NS}" -o jsonpath='{.status.phase}' 2>/dev/null)" == Terminating ]]; then
+  step "waiting for the previous demo namespace to finish deleting"
+  kubectl wait --for=delete "namespace/${NS}" --timeout="${TIMEOUT}s"
+fi
+
 step "namespace ${NS}, the seeds' DeploymentTargetClass"
 kubectl apply -f "${EX}/landscape/namespace.yaml" -f "${EX}/seeds/004-step0-deploymenttargetclass.yaml"
 

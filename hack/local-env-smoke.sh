@@ -18,7 +18,11 @@ cleanup() {
     echo "smoke test failed; controller logs:" >&2
     for f in "${ROOT}"/.local/logs/*.log; do echo "--- ${f}" >&2; tail -n 30 "${f}" >&2; done
   fi
-  kubectl delete namespace "${ns}" demo landscape-app --wait=false >/dev/null 2>&1 || true
+  # Delete what the test created while the controllers still run: their
+  # finalizers need them to finish, and a namespace left terminating would
+  # trouble the next `make up`.
+  "${ROOT}/hack/demo.sh" clean >/dev/null 2>&1 || true
+  kubectl delete namespace "${ns}" --ignore-not-found --timeout=120s >/dev/null 2>&1 || true
   "${ROOT}/hack/local-env.sh" down >/dev/null
   exit "${status}"
 }
