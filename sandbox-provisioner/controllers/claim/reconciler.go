@@ -147,6 +147,9 @@ type scope struct {
 
 type phase func(ctx context.Context, s *scope) error
 
+// Stopped reports whether a phase ended the reconcile early.
+func (s *scope) Stopped() bool { return s.stop }
+
 // Reconcile provisions the claim's SpaceRequest and target.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
@@ -155,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", sandbox.ObjectName(claim)))
-	return ctrl.Result{}, doReconcile(ctx, &scope{claim: claim}, []phase{
+	return ctrl.Result{}, sandbox.RunPhases(ctx, &scope{claim: claim}, []phase{
 		r.checkWanted,
 		r.checkTarget,
 		r.loadClass,
@@ -164,19 +167,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.checkCredentialsSecret,
 		r.createTarget,
 	})
-}
-
-// doReconcile runs phases in order until one fails or sets s.stop.
-func doReconcile(ctx context.Context, s *scope, phases []phase) error {
-	for _, p := range phases {
-		if err := p(ctx, s); err != nil {
-			return err
-		}
-		if s.stop {
-			return nil
-		}
-	}
-	return nil
 }
 
 // checkWanted stops unless the claim still waits for a sandbox target: marked

@@ -109,6 +109,9 @@ type scope struct {
 
 type phase func(ctx context.Context, s *scope) error
 
+// Stopped reports whether a phase ended the reconcile early.
+func (s *scope) Stopped() bool { return s.stop }
+
 // Reconcile deletes the SpaceRequest if it is an orphan.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sr := &toolchainv1alpha1.SpaceRequest{}
@@ -119,21 +122,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", sr.Labels[appstudiov1alpha1.ClaimLabel]))
-	s := &scope{sr: sr}
-	for _, p := range []phase{
+	return ctrl.Result{}, sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
 		r.checkClaim(r.Client),
 		r.checkTarget,
 		r.checkClaim(r.APIReader), // confirm with the API server before deleting
 		r.deleteIfReclaimPolicyDelete,
-	} {
-		if err := p(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		if s.stop {
-			break
-		}
-	}
-	return ctrl.Result{}, nil
+	})
 }
 
 // checkClaim stops if the SpaceRequest's claim still exists, is not being

@@ -93,6 +93,9 @@ type scope struct {
 
 type phase func(ctx context.Context, s *scope) error
 
+// Stopped reports whether a phase ended the reconcile early.
+func (s *scope) Stopped() bool { return s.stop }
+
 // Reconcile keeps or releases a provisioned target's finalizer.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
@@ -105,26 +108,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", spaceRequestName(dt)))
 	s := &scope{dt: dt}
 	if dt.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, doReconcile(ctx, s, []phase{r.ensureFinalizer})
+		return ctrl.Result{}, sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer})
 	}
-	return ctrl.Result{}, doReconcile(ctx, s, []phase{
+	return ctrl.Result{}, sandbox.RunPhases(ctx, s, []phase{
 		r.checkFinalizerPresent,
 		r.deleteSpaceRequest,
 		r.confirmSpaceRequestGone,
 		r.removeFinalizer,
 	})
-}
-
-func doReconcile(ctx context.Context, s *scope, phases []phase) error {
-	for _, p := range phases {
-		if err := p(ctx, s); err != nil {
-			return err
-		}
-		if s.stop {
-			return nil
-		}
-	}
-	return nil
 }
 
 // spaceRequestName is the SpaceRequest backing dt: its annotation, else (for
