@@ -8,18 +8,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(realpath -m "${1:-${ROOT}/config/rbac}")"
 : "${CONTROLLER_GEN:?set CONTROLLER_GEN to the pinned controller-gen (make generate does)}"
 
-# binary  module  packages (relative to the module) whose markers make up its role
-components=(
-  "installation-controller installation-controller ./..."
-  "execution-controller execution-controller ./..."
-  "manifest-deployer deployers ./lib/...;./manifest/...;./cmd/manifest-deployer/..."
-  "mock-deployer deployers ./lib/...;./mock/...;./cmd/mock-deployer/..."
-  "dt-binder dt-binder ./..."
-  "sandbox-provisioner sandbox-provisioner ./..."
-  "spacerequest-stub spacerequest-stub ./..."
-)
+# shellcheck source=components.sh
+source "${ROOT}/hack/components.sh"
 
-for c in "${components[@]}"; do
+for c in "${TERRACE_COMPONENTS[@]}"; do
   read -r binary module pkgs <<<"${c}"
   paths=()
   IFS=';' read -ra pkglist <<<"${pkgs}"

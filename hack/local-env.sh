@@ -31,7 +31,9 @@ KCM_PORT="${TERRACE_KCM_PORT:-20257}"
 CONTROLLER_PORT_BASE="${TERRACE_CONTROLLER_PORT_BASE:-28080}"
 
 NAMESPACE="terrace-system"
-CONTROLLERS=(installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub)
+# shellcheck source=components.sh
+source "${ROOT}/hack/components.sh"
+CONTROLLERS=("${TERRACE_BINARIES[@]}")
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
