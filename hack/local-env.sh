@@ -10,12 +10,16 @@
 #   hack/local-env.sh status  show what runs
 #   hack/local-env.sh clean   down, then remove all state (.local/)
 #
-# State lives in .local/: pki/, etcd/, logs/<component>.log, pids/<component>.pid,
-# kubeconfig (admin), kubeconfigs/<binary>.kubeconfig.
+# State lives in .local/ (TERRACE_LOCAL_DIR overrides it, so the e2e suite and
+# `make bench` can run their own environment beside yours, on other ports):
+# pki/, etcd/, logs/<component>.log, pids/<component>.pid, pids/<binary>.ports
+# ("<metrics-port> <health-port>"), kubeconfig (admin), kubeconfigs/<binary>.kubeconfig.
+# Controllers inherit the environment, so OTEL_* and TERRACE_TRACES_FILE turn
+# tracing on for all of them.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LOCAL="${ROOT}/.local"
+LOCAL="${TERRACE_LOCAL_DIR:-${ROOT}/.local}"
 PKI="${LOCAL}/pki"
 LOGS="${LOCAL}/logs"
 PIDS="${LOCAL}/pids"
@@ -65,7 +69,7 @@ start() {
   fi
   setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null &
   echo $! >"${PIDS}/${name}.pid"
-  log "started ${name} (pid $!, log .local/logs/${name}.log)"
+  log "started ${name} (pid $!, log ${LOGS}/${name}.log)"
 }
 
 stop() {
@@ -86,7 +90,7 @@ wait_for() {
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
     if ((SECONDS >= deadline)); then
-      die "${what} not ready after ${seconds}s; see .local/logs/"
+      die "${what} not ready after ${seconds}s; see ${LOGS}/"
     fi
     sleep 0.5
   done
@@ -97,7 +101,7 @@ wait_for() {
 ensure_pki() {
   mkdir -p "${PKI}"
   [[ -f "${PKI}/ca.crt" ]] && return
-  log "generating certificates in .local/pki"
+  log "generating certificates in ${PKI}"
   (
     cd "${PKI}"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
@@ -263,7 +267,7 @@ Terrace is running. Point kubectl at it:
   export KUBECONFIG=${KUBECONFIG_ADMIN}
   kubectl get installations,executions,deployitems,deploymenttargetclaims,deploymenttargets -A
 
-Logs: .local/logs/<component>.log    Stop: make down    Wipe state: make clean-local
+Logs: ${LOGS}/<component>.log    Stop: make down    Wipe state: make clean-local
 EOF
 }
 
@@ -290,6 +294,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  clean) down; rm -rf "${LOCAL}"; log "removed .local/" ;;
+  clean) down; rm -rf "${LOCAL}"; log "removed ${LOCAL}" ;;
   *) die "usage: $0 up|down|status|clean" ;;
 esac
