@@ -1,0 +1,120 @@
+// Package metrics holds the Prometheus metrics every Terrace controller
+// shares, registered with controller-runtime's registry so they are served on
+// each binary's /metrics beside controller-runtime's own.
+//
+// Label values are bounded: kind is a fixed set of API kinds, phase and result
+// are the API's phase enums. The only per-object series is
+// terrace_object_phase; its series are deleted when the object goes
+// (Recorder.Forget), as Flux does for its per-object gauges, so a long-running
+// controller does not accumulate series of deleted objects.
+package metrics
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Label names.
+const (
+	LabelKind      = "kind"
+	LabelResult    = "result"
+	LabelPhase     = "phase"
+	LabelNamespace = "namespace"
+	LabelName      = "name"
+)
+
+var (
+	jobsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terrace_jobs_started_total",
+		Help: "Jobs started, by object kind.",
+	}, []string{LabelKind})
+	jobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terrace_jobs_finished_total",
+		Help: "Jobs finished, by object kind and final phase.",
+	}, []string{LabelKind, LabelResult})
+	jobDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terrace_job_duration_seconds",
+		Help:    "Time from a job's start to its final phase, by object kind and final phase.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 18), // 5ms … ~22m
+	}, []string{LabelKind, LabelResult})
+	phaseTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terrace_phase_transitions_total",
+		Help: "Phase transitions, by object kind and the phase entered.",
+	}, []string{LabelKind, LabelPhase})
+	objectPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terrace_object_phase",
+		Help: "1 for the current phase of each object; the series goes when the object goes.",
+	}, []string{LabelKind, LabelNamespace, LabelName, LabelPhase})
+)
+
+var registerOnce sync.Once
+
+// Register registers the shared metrics with controller-runtime's registry.
+// It is idempotent, so every reconciler's setup may call it.
+func Register() {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{jobsStarted, jobsFinished, jobDuration, phaseTransitions, objectPhase} {
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	})
+}
+
+// Recorder records the metrics of one kind of object.
+type Recorder struct {
+	Kind string
+}
+
+// For returns a Recorder for kind and registers the metrics.
+func For(kind string) Recorder {
+	Register()
+	return Recorder{Kind: kind}
+}
+
+// JobStarted counts a job started on an object of the recorder's kind.
+func (r Recorder) JobStarted() {
+	jobsStarted.WithLabelValues(r.Kind).Inc()
+}
+
+// JobFinished counts a job that ended in result and observes its duration.
+// A negative duration (no known start) is counted but not observed.
+func (r Recorder) JobFinished(result string, d time.Duration) {
+	jobsFinished.WithLabelValues(r.Kind, result).Inc()
+	if d >= 0 {
+		jobDuration.WithLabelValues(r.Kind, result).Observe(d.Seconds())
+	}
+}
+
+// Phase records that the object namespace/name is in phase. When the phase
+// differs from the one recorded before, it counts a transition. Calling it on
+// every reconcile is cheap and keeps the per-object gauge correct after a
+// controller restart.
+func (r Recorder) Phase(namespace, name, phase string) {
+	if phase == "" {
+		return
+	}
+	g, err := objectPhase.GetMetricWithLabelValues(r.Kind, namespace, name, phase)
+	if err != nil {
+		return
+	}
+	if current(g) == 1 {
+		return
+	}
+	objectPhase.DeletePartialMatch(prometheus.Labels{LabelKind: r.Kind, LabelNamespace: namespace, LabelName: name})
+	objectPhase.WithLabelValues(r.Kind, namespace, name, phase).Set(1)
+	phaseTransitions.WithLabelValues(r.Kind, phase).Inc()
+}
+
+// Forget deletes the object's per-object series; call it when the object is
+// gone (deleted, or its finalizer removed).
+func (r Recorder) Forget(namespace, name string) {
+	objectPhase.DeletePartialMatch(prometheus.Labels{LabelKind: r.Kind, LabelNamespace: namespace, LabelName: name})
+}
