@@ -176,6 +176,12 @@ kind-up: docker-build ## Create a kind cluster, load every image, deploy Terrace
 	kubectl --context kind-$(KIND_CLUSTER) apply --server-side -k config/default
 	kubectl --context kind-$(KIND_CLUSTER) -n terrace-system wait --for condition=Available --timeout 180s deployment --all
 
+.PHONY: e2e-kind
+e2e-kind: kind-up ## Run the e2e suite (e2e/suite) against Terrace deployed in the kind cluster.
+	mkdir -p $(ROOT)/.local
+	kind get kubeconfig --name $(KIND_CLUSTER) >$(ROOT)/.local/kind-kubeconfig
+	cd e2e && E2E_KUBECONFIG=$(ROOT)/.local/kind-kubeconfig go test $(TEST_FLAGS) ./suite/ -ginkgo.v
+
 .PHONY: kind-down
 kind-down: ## Delete the kind cluster.
 	kind delete cluster --name $(KIND_CLUSTER)
@@ -185,6 +191,10 @@ kind-down: ## Delete the kind cluster.
 .PHONY: test
 test: build-control-plane build ## Run every module's tests against a real kube-apiserver and etcd (e2e runs the built binaries).
 	@for m in $(MODULES); do echo "go test: $$m"; (cd $$m && go test $(TEST_FLAGS) ./...); done
+
+.PHONY: e2e
+e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own local environment (.local/e2e), every binary a process. `make test` runs it too.
+	cd e2e && go test $(TEST_FLAGS) ./suite/ -ginkgo.v
 
 .PHONY: test-local-env
 test-local-env: build-control-plane build ## Smoke-test the local environment (make up, a claim provisioned end to end, make down).
