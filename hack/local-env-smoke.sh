@@ -53,4 +53,27 @@ kubectl -n "${ns}" wait --for=delete dt --all --timeout=60s
 kubectl wait --for=delete "namespace/${target_ns}" --timeout=120s
 
 "${ROOT}/hack/demo.sh"
+
+# A crash: the API server and a controller die without warning; `make up`
+# starts exactly what is missing and everything is healthy again.
+pids="${ROOT}/.local/pids"
+kill -KILL "$(cat "${pids}/kube-apiserver.pid")" "$(cat "${pids}/dt-binder.pid")"
+"${ROOT}/hack/local-env.sh" up >/dev/null
+"${ROOT}/hack/local-env.sh" status
+kubectl get --raw /readyz >/dev/null
+echo "make up recovered from killed processes"
+
+# `make down` leaves no process behind.
+recorded=()
+for f in "${pids}"/*.pid; do recorded+=("$(cat "${f}")"); done
+"${ROOT}/hack/demo.sh" clean >/dev/null
+"${ROOT}/hack/local-env.sh" down >/dev/null
+for pid in "${recorded[@]}"; do
+  if [[ -e "/proc/${pid}" ]] && [[ "$(awk '{ print $3 }' "/proc/${pid}/stat")" != Z ]]; then
+    echo "process ${pid} ($(tr '\0' ' ' <"/proc/${pid}/cmdline")) still runs after make down" >&2
+    exit 1
+  fi
+done
+[[ -z "$(ls -A "${pids}"/*.pid 2>/dev/null)" ]] || { echo "PID files left after make down" >&2; exit 1; }
+echo "make down stopped all ${#recorded[@]} processes"
 echo "local environment smoke test passed"
