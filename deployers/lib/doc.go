@@ -52,7 +52,9 @@
 // Each reconcile makes at most one status write: a JSON merge patch holding
 // only the status fields that changed, with field manager Options.Name, so
 // fields other controllers own (status.jobID of the execution controller)
-// are never rewritten from a stale copy. Metadata changes (removing the
+// are never rewritten from a stale copy, guarded by the resourceVersion read,
+// so a status computed from an older copy never overwrites the execution
+// controller's Failed (timeouts, interrupt). Metadata changes (removing the
 // operation / reconcile-time / abort-time annotations, the finalizer) follow
 // as a second, metadata-only merge patch with a resourceVersion
 // precondition, so a value written meanwhile (a new operation annotation) is
@@ -60,6 +62,16 @@
 // so a crash in between never loses a started job.
 //
 // Every phase transition and every error is recorded as a Kubernetes Event on
-// the item (reasons: JobStarted, Progressing, Succeeded, Deleting, Aborted,
-// ReconcileFailed, DeleteFailed, InvalidConfiguration, …).
+// the item (reasons: JobStarted, Progressing, Succeeded, Failed, Deleting,
+// Deleted, Aborted, ReconcileFailed, DeleteFailed, InvalidConfiguration, …),
+// once the write that makes the transition succeeded.
+//
+// # Observability
+//
+// Each reconcile is a span "DeployItem.Reconcile" (kit/tracing) continuing the
+// trace handed over in the item's trace-context annotation; the deployer's
+// work is a child span ("DeployItem.Apply", "DeployItem.Delete",
+// "DeployItem.Abort"). Jobs are counted with the shared Terrace metrics
+// (kit/metrics, kind DeployItem), and terrace_deployitem_pickup_latency_seconds
+// measures the time from the hand-over to the job's start.
 package lib

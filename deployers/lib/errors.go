@@ -31,6 +31,8 @@ const (
 	ReasonReconcileFailed   = "ReconcileFailed"
 	ReasonJobStarted        = "JobStarted"
 	ReasonSucceeded         = "Succeeded"
+	ReasonFailed            = "Failed"
+	ReasonDeleted           = "Deleted"
 	ReasonProgressing       = "Progressing"
 	ReasonDeleting          = "Deleting"
 	ReasonInvalidConfig     = "InvalidConfiguration"

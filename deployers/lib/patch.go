@@ -16,15 +16,22 @@ import (
 )
 
 // patch writes what the reconcile changed: first the status (one merge patch
-// with only the changed status fields), then the metadata (annotation
-// removals and finalizer, with a resourceVersion precondition).
+// with only the changed status fields, guarded by the resourceVersion), then the metadata (annotation
+// removals, the trace context of a job the deployer starts itself, and the
+// finalizer, with a resourceVersion precondition).
 func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	owner := client.FieldOwner(r.opts.Name)
 	latest := s.orig
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.item.Status) {
 		obj := s.orig.DeepCopy()
 		obj.Status = s.item.Status
-		err := r.client.Status().Patch(ctx, obj, client.MergeFrom(s.orig), owner)
+		// Guarded by the resourceVersion read: the execution controller fails
+		// items too (timeouts, interrupt; also guarded), so a status computed
+		// from a copy that is no longer current must not overwrite its write
+		// (nor may a stale copy start a job twice). A conflict requeues; the
+		// next reconcile sees the current item.
+		locked := client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})
+		err := r.client.Status().Patch(ctx, obj, locked, owner)
 		if apierrors.IsInvalid(err) {
 			// The API server refuses the status (e.g. a provider status the
 			// schema rejects). Retrying would only repeat that: end the job
@@ -43,7 +50,7 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 				Codes:   []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem}, LastTransitionTime: now, LastUpdateTime: now,
 			}
 			r.event(s, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", obj.Status.LastError.Message)
-			err = r.client.Status().Patch(ctx, obj, client.MergeFrom(s.orig), owner)
+			err = r.client.Status().Patch(ctx, obj, locked, owner)
 		}
 		if err != nil {
 			return fmt.Errorf("writing status of deploy item: %w", err)
@@ -60,6 +67,15 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	for _, k := range slices.Compact(slices.Sorted(slices.Values(s.removeAnnotations))) {
 		if _, ok := obj.Annotations[k]; ok {
 			delete(obj.Annotations, k)
+			changed = true
+		}
+	}
+	for k, v := range s.setAnnotations {
+		if cur, ok := obj.Annotations[k]; !ok || cur != v {
+			if obj.Annotations == nil {
+				obj.Annotations = map[string]string{}
+			}
+			obj.Annotations[k] = v
 			changed = true
 		}
 	}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -34,6 +33,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -44,8 +44,7 @@ import (
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems/status,verbs=get;patch
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets;contexts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-var tracer = otel.Tracer("github.com/terrace-dev/terrace/deployers/lib")
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 const (
 	// targetIndex indexes cached items by "<namespace>/<spec.target.name>".
@@ -67,6 +66,10 @@ type Reconciler struct {
 	client   client.Client
 	recorder recorder.EventRecorder
 	now      func() time.Time
+	// metrics records the shared job and phase metrics (kind DeployItem).
+	metrics metrics.Recorder
+	// clock times jobs for terrace_job_duration_seconds.
+	clock *jobClock
 }
 
 // cacheRunnable makes the manager start the item cache with its other caches,
@@ -142,6 +145,8 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 		client:   mgr.GetClient(),
 		recorder: mgr.GetEventRecorder(opts.Name),
 		now:      time.Now,
+		metrics:  metrics.For(Kind),
+		clock:    &jobClock{},
 	}, nil
 }
 
@@ -180,6 +185,10 @@ func relevantChange() predicate.TypedPredicate[*lsv1alpha1.DeployItem] {
 			return o.Generation != n.Generation ||
 				!mapsEqual(o.Annotations, n.Annotations) ||
 				!mapsEqual(o.Labels, n.Labels) ||
+				// The deployer's own metadata patch after a job start: a
+				// reconcile that read the item before it conflicts on its
+				// status write and needs this event to go on.
+				!slices.Equal(o.Finalizers, n.Finalizers) ||
 				!ptr.Equal(o.DeletionTimestamp, n.DeletionTimestamp) ||
 				o.Status.JobID != n.Status.JobID ||
 				o.Status.JobIDFinished != n.Status.JobIDFinished ||
@@ -232,8 +241,17 @@ type scope struct {
 	targetErr error
 
 	removeAnnotations []string
-	addFinalizer      bool
-	removeFinalizer   bool
+	// setAnnotations are written with the metadata patch (the trace context
+	// of a job the deployer starts itself).
+	setAnnotations  map[string]string
+	addFinalizer    bool
+	removeFinalizer bool
+	// after runs once the reconcile's writes succeeded (or none was needed):
+	// events and metrics of the transitions they hold, so a write that
+	// conflicts reports nothing twice.
+	after []func()
+	// discard drops after: a write failed.
+	discard bool
 
 	// hookResult aggregates the results of every hook type run so far.
 	hookResult *extension.HookResult
@@ -242,10 +260,18 @@ type scope struct {
 }
 
 // Reconcile runs the contract for one item. See the package documentation.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("deployer", r.opts.Name, "type", r.opts.Type)
-	ctx = context.WithValue(ctrl.LoggerInto(ctx, log), requestKey{}, req)
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, retErr error) {
+	log := logf.FromContext(ctx).WithValues("deployer", r.opts.Name, "type", r.opts.Type)
+	ctx = context.WithValue(logf.IntoContext(ctx, log), requestKey{}, req)
 	s := &scope{log: log}
+	// Events and metrics go out last, once the writes they describe are done.
+	defer func() {
+		if !s.discard {
+			for _, f := range s.after {
+				f()
+			}
+		}
+	}()
 
 	// 1. Start hooks: no item, no target.
 	if stop, err := r.runHooks(ctx, s, extension.StartHook); err != nil || stop {
@@ -254,27 +280,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 
 	item := &lsv1alpha1.DeployItem{}
 	if err := r.items.Get(ctx, req.NamespacedName, item); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	s.orig, s.item = item, item.DeepCopy()
 
 	// Continue the trace of the job that handed the item over (the execution
 	// controller writes its span context into the item), so one job is one
-	// trace across binaries. A no-op while tracing is off.
-	ctx = tracing.Extract(ctx, item.Annotations)
-	ctx, span := tracer.Start(ctx, "deployer.Reconcile", trace.WithAttributes(
-		attribute.String("deployer", r.opts.Name),
-		attribute.String("deployitem", req.String()),
-		attribute.String("jobID", item.Status.JobID),
-	))
-	defer func() {
-		if retErr != nil {
-			span.RecordError(retErr)
-			span.SetStatus(codes.Error, retErr.Error())
-		}
-		span.SetAttributes(attribute.String("phase", string(s.item.Status.Phase)))
-		span.End()
-	}()
+	// trace across binaries; a job the deployer starts itself is a trace of
+	// its own. A no-op while tracing is off.
+	var traced client.Object = item
+	if decideStart(item).own {
+		traced = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: item.Namespace, Name: item.Name}}
+	}
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, item.Status.JobID, AttrDeployer.String(r.opts.Name))
+	defer func() { tracing.EndReconcile(span, string(s.item.Status.Phase), retErr) }()
+	log = logf.FromContext(ctx)
+	s.log = log
 
 	// 2. Responsibility. Nothing is written before it is established.
 	responsible, err := r.checkResponsibility(ctx, s)
@@ -289,6 +313,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	}
 	if !responsible {
 		log.V(1).Info("not responsible for deploy item")
+		if d := item.Status.Deployer; d != nil && d.Name == r.opts.Name && d.Identity == r.opts.Identity {
+			// Served by this deployer before (its Target moved): its series go.
+			r.forget(req.NamespacedName)
+		}
 		return s.finalResult(), nil
 	}
 	if s.targetErr == nil {
@@ -303,24 +331,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	// From here on every change to the item is written once, at the end.
 	defer func() {
 		if err := r.patch(ctx, s); err != nil {
+			s.discard = true
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// Someone else changed the item meanwhile; the watch brings it back.
 				log.V(1).Info("deploy item changed while reconciling; retrying", "error", err.Error())
-				s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: minBackoff})
+				res = extension.MinRequeue(res, reconcile.Result{RequeueAfter: minBackoff})
 				return
 			}
 			retErr = errors.Join(retErr, err)
+			return
 		}
+		if s.removeFinalizer {
+			r.forget(req.NamespacedName)
+			return
+		}
+		r.metrics.Phase(item.Namespace, item.Name, string(s.item.Status.Phase))
 	}()
-	res, err := r.doReconcile(ctx, s)
-	return res, err
+	return r.doReconcile(ctx, s)
+}
+
+// forget drops what the deployer keeps about an item it no longer serves.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.metrics.Forget(key.Namespace, key.Name)
+	r.clock.forget(key)
 }
 
 // doReconcile runs the phases after responsibility: contract, should-reconcile,
 // the deployer operation, End hooks.
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Result, error) {
 	// 3. Contract: annotations, job IDs, generation.
-	if started := r.handleContract(s); started {
+	if started := r.handleContract(ctx, s); started {
 		r.event(s, corev1.EventTypeNormal, ReasonJobStarted, "started job %s", s.item.Status.JobID)
 		return s.finalResult(), nil
 	}
@@ -460,76 +500,135 @@ func inJob(p lsv1alpha1.Phase) bool {
 	return p == lsv1alpha1.PhaseInit || p == lsv1alpha1.PhaseProgressing || p == lsv1alpha1.PhaseDeleting
 }
 
-// handleContract applies the start conditions of the brief. It reports
-// whether a job was started (the reconcile then ends after writing it).
-func (r *Reconciler) handleContract(s *scope) bool {
-	di := s.item
+// Triggers of a job (the reasons in logs, events and the Ready condition).
+const (
+	triggerOperation  = "operation: reconcile"
+	triggerExecution  = "new job from execution"
+	triggerGeneration = "generation changed"
+	triggerForce      = "operation: force-reconcile"
+)
+
+// start is the contract's decision about starting a job, computed from the
+// item alone.
+type start struct {
+	// begin: a job starts (phase Init is written).
+	begin bool
+	// own: the deployer generates the job ID itself (not handed over).
+	own bool
+	// why is the trigger.
+	why string
+	// remove are annotations the decision consumes.
+	remove []string
+	// retryDelete: operation: reconcile on an item being deleted retries the deletion.
+	retryDelete bool
+}
+
+// decideStart applies the start conditions of the brief.
+func decideStart(di *lsv1alpha1.DeployItem) start {
+	_, handedOver := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]
+	op := lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation])
 	if di.DeletionTimestamp != nil {
 		// Deletion is handled by the Delete step; a pending reconcile-time is
 		// moot then, and removing it keeps the pickup timeout from firing.
-		if _, ok := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]; ok {
-			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
+		var d start
+		if handedOver {
+			d.remove = append(d.remove, lsv1alpha1.ReconcileTimeAnnotation)
 		}
 		// operation: reconcile on an item being deleted retries the deletion.
-		if lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationReconcile {
-			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
-			di.Status.Phase = lsv1alpha1.PhaseDeleting
+		if op == lsv1alpha1.OperationReconcile {
+			d.remove = append(d.remove, lsv1alpha1.OperationAnnotation)
+			d.retryDelete = true
 		}
-		return false
+		return d
 	}
-	op := lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation])
-	_, handedOver := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]
 	_, managed := di.Labels[lsv1alpha1.ManagedByExecutionLabel]
 	phase := di.Status.Phase
+	newJob := jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished)
 
-	newJobID := ""
-	var why string
+	var d start
 	switch {
 	case op == lsv1alpha1.OperationReconcile:
+		d.remove = append(d.remove, lsv1alpha1.OperationAnnotation)
 		if phase == lsv1alpha1.PhaseInit {
 			// A job has just started and done no work yet: the annotation is
 			// satisfied by it (also covers reading our own start from a stale cache).
-			s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
-			return false
+			return d
 		}
-		newJobID, why = jobid.New(), "operation: reconcile"
-		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation)
-	case jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) && phase == lsv1alpha1.PhaseInit && handedOver:
+		d.own, d.why = true, triggerOperation
+	case newJob && phase == lsv1alpha1.PhaseInit && handedOver:
 		// A job has started and done no work yet; the work that follows
 		// finishes whatever job is current then. Only the pickup is recorded.
 		// (This is also what a reconcile sees that reads our own Init write
 		// from the cache before the annotation removal.)
-		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
-		return false
-	case jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) && (!inJob(phase) || handedOver):
-		why = "new job from execution"
+		return start{remove: []string{lsv1alpha1.ReconcileTimeAnnotation}}
+	case newJob && (!inJob(phase) || handedOver):
+		d.why = triggerExecution
 	case !managed && di.Generation != di.Status.ObservedGeneration && !inJob(phase):
-		newJobID, why = jobid.New(), "generation changed"
+		d.own, d.why = true, triggerGeneration
 	case op == lsv1alpha1.OperationForceReconcile && !inJob(phase):
 		// The annotation stays until ForceReconcile runs in the next reconcile.
-		newJobID, why = jobid.New(), "operation: force-reconcile"
+		d.own, d.why = true, triggerForce
 	default:
+		return start{}
+	}
+	d.begin = true
+	if handedOver {
+		d.remove = append(d.remove, lsv1alpha1.ReconcileTimeAnnotation)
+	}
+	return d
+}
+
+// handleContract applies the start conditions of the brief. It reports
+// whether a job was started (the reconcile then ends after writing it).
+func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
+	di := s.item
+	d := decideStart(di)
+	s.removeAnnotations = append(s.removeAnnotations, d.remove...)
+	if d.retryDelete {
+		di.Status.Phase = lsv1alpha1.PhaseDeleting
+	}
+	if !d.begin {
 		return false
 	}
 
 	now := metav1.NewTime(r.now())
-	if newJobID != "" {
-		di.Status.JobID = newJobID
-	}
-	if handedOver {
-		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
+	if d.own {
+		di.Status.JobID = jobid.New()
+		// A job of its own is a trace of its own (this reconcile's span is its
+		// root): the later reconciles continue it from the annotation, written
+		// with the metadata patch that follows the status write. Only while
+		// tracing is on.
+		if v, ok := tracing.Inject(ctx, di.Annotations)[tracing.TraceContextAnnotation]; ok && v != di.Annotations[tracing.TraceContextAnnotation] {
+			s.setAnnotations = map[string]string{tracing.TraceContextAnnotation: v}
+		}
+		trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(di.Status.JobID))
 	}
 	di.Status.Phase = lsv1alpha1.PhaseInit
 	di.Status.LastReconcileTime = &now
 	di.Status.ObservedGeneration = di.Generation
 	di.Status.LastError = nil
 	di.Status.Deployer = &lsv1alpha1.DeployerInformation{Name: r.opts.Name, Identity: r.opts.Identity, Version: r.opts.Version}
-	r.setReady(s, metav1.ConditionFalse, ReasonJobStarted, "job started: "+why)
+	r.setReady(s, metav1.ConditionFalse, ReasonJobStarted, "job started: "+d.why)
 	if !controllerutil.ContainsFinalizer(di, lsv1alpha1.Finalizer) {
 		s.addFinalizer = true
 	}
-	jobsStarted.WithLabelValues(r.opts.Name, why).Inc()
-	s.log.Info("starting job", "jobID", di.Status.JobID, "reason", why, "generation", di.Generation)
+	key, job := client.ObjectKeyFromObject(di), di.Status.JobID
+	var latency time.Duration = -1
+	if stamp, ok := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]; ok {
+		// The execution handed the job over at the stamp (RFC 3339; the
+		// fraction, when present, makes the latency exact).
+		if t, err := time.Parse(time.RFC3339, stamp); err == nil {
+			latency = max(now.Sub(t), 0)
+		}
+	}
+	s.after = append(s.after, func() {
+		r.clock.start(key, job, now.Time)
+		r.metrics.JobStarted()
+		if latency >= 0 {
+			pickupLatency.WithLabelValues(r.opts.Name).Observe(latency.Seconds())
+		}
+	})
+	s.log.Info("starting job", "jobID", di.Status.JobID, "reason", d.why, "generation", di.Generation)
 	return true
 }
 
@@ -591,7 +690,9 @@ func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 	if stop, err := r.runHooks(ctx, s, extension.BeforeAbortHook); err != nil || stop {
 		return true, err
 	}
-	res, err := r.deployer.Abort(ctx, r.request(s, false))
+	actx, span := startSpan(ctx, "Abort", AttrDeployer.String(r.opts.Name))
+	res, err := r.deployer.Abort(actx, r.request(s, false))
+	endSpan(span, err)
 	if err == nil && res.Pending {
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
 		return false, nil
@@ -601,8 +702,7 @@ func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 		msg += "; clean-up failed: " + err.Error()
 	}
 	s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
-	r.finish(s, lsv1alpha1.PhaseFailed)
-	r.setError(s, OperationAbort, ReasonAborted, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted})
+	r.fail(s, OperationAbort, ReasonAborted, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted})
 	return false, nil
 }
 
@@ -636,11 +736,17 @@ func (r *Reconciler) runReconcile(ctx context.Context, s *scope, before extensio
 	)
 	if err == nil {
 		req := r.request(s, forced)
+		// The deployer's work is a span of its own: "DeployItem.Apply".
+		actx, span := startSpan(ctx, "Apply", AttrDeployer.String(r.opts.Name), attribute.String("terrace.operation", operation))
 		if operation == OperationForceReconcile {
-			res, err = r.deployer.ForceReconcile(ctx, req)
+			res, err = r.deployer.ForceReconcile(actx, req)
 		} else {
-			res, err = r.deployer.Reconcile(ctx, req)
+			res, err = r.deployer.Reconcile(actx, req)
 		}
+		if res.Pending {
+			span.SetAttributes(attribute.Bool("terrace.pending", true))
+		}
+		endSpan(span, err)
 	}
 	r.outcome(s, operation, lsv1alpha1.PhaseProgressing, ReasonReconcileFailed, res, err)
 	return false, nil
@@ -667,10 +773,13 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 	if err != nil {
 		err = fmt.Errorf("%w; to delete the item without uninstalling, annotate it with %s: \"true\"", err, lsv1alpha1.DeleteWithoutUninstallAnnotation)
 	} else {
-		res, err = r.deployer.Delete(ctx, r.request(s, false))
+		dctx, span := startSpan(ctx, "Delete", AttrDeployer.String(r.opts.Name))
+		res, err = r.deployer.Delete(dctx, r.request(s, false))
+		endSpan(span, err)
 	}
 	if err == nil && !res.Pending {
 		s.removeFinalizer = true
+		r.event(s, corev1.EventTypeNormal, ReasonDeleted, "deleted; finalizer removed")
 		return false, nil
 	}
 	r.outcome(s, OperationDelete, lsv1alpha1.PhaseDeleting, ReasonDeleteFailed, res, err)
@@ -711,8 +820,7 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 			if !IsPermanent(err) {
 				codes = append(codes, lsv1alpha1.ErrorTimeout)
 			}
-			r.finish(s, lsv1alpha1.PhaseFailed)
-			r.setError(s, operation, reason, msg, codes)
+			r.fail(s, operation, reason, msg, codes)
 			return
 		}
 		// Retry: stay in the running phase, report the error, back off.
@@ -738,11 +846,31 @@ func (r *Reconciler) finish(s *scope, phase lsv1alpha1.Phase) {
 	if phase == lsv1alpha1.PhaseSucceeded && s.orig.Status.Phase != lsv1alpha1.PhaseSucceeded {
 		r.event(s, corev1.EventTypeNormal, ReasonSucceeded, "job %s succeeded", di.Status.JobID)
 	}
-	if !s.orig.Status.Phase.IsFinal() {
-		jobsFinished.WithLabelValues(r.opts.Name, string(phase)).Inc()
+	// A job (Init, Progressing) ends; a failed deletion is no job.
+	if p := s.orig.Status.Phase; p == lsv1alpha1.PhaseInit || p == lsv1alpha1.PhaseProgressing {
+		key, job, now := client.ObjectKeyFromObject(di), di.Status.JobID, r.now()
+		var fallback time.Time
 		if di.Status.LastReconcileTime != nil {
-			jobDuration.WithLabelValues(r.opts.Name, string(phase)).Observe(r.now().Sub(di.Status.LastReconcileTime.Time).Seconds())
+			fallback = di.Status.LastReconcileTime.Time
 		}
+		s.after = append(s.after, func() {
+			r.metrics.JobFinished(string(phase), r.clock.finish(key, job, fallback, now))
+		})
+	}
+}
+
+// fail ends the job Failed with lastError; besides the event of the error
+// (its reason) it emits the transition: Failed, or DeleteFailed for a
+// deletion.
+func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
+	r.finish(s, lsv1alpha1.PhaseFailed)
+	r.setError(s, operation, reason, message, codes)
+	transition := ReasonFailed
+	if operation == OperationDelete {
+		transition = ReasonDeleteFailed
+	}
+	if transition != reason && s.orig.Status.Phase != lsv1alpha1.PhaseFailed {
+		r.event(s, corev1.EventTypeWarning, transition, "job %s ended Failed (%s)", s.item.Status.JobID, reason)
 	}
 }
 
@@ -778,6 +906,10 @@ func (r *Reconciler) setReady(s *scope, status metav1.ConditionStatus, reason, m
 	})
 }
 
+// event emits an event on the item once the reconcile's writes succeeded.
 func (r *Reconciler) event(s *scope, eventType, reason, format string, args ...any) {
-	r.recorder.Eventf(s.orig, nil, eventType, reason, reason, format, args...)
+	obj := s.orig
+	s.after = append(s.after, func() {
+		r.recorder.Eventf(obj, nil, eventType, reason, reason, format, args...)
+	})
 }

@@ -67,6 +67,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,12 +169,17 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 		return lib.Result{}, err
 	}
 	prev := previousResources(di)
-	managed, applied, applyErr := d.apply(ctx, c, cfg)
+	sctx, span := startSpan(ctx, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
+	managed, applied, applyErr := d.apply(sctx, c, cfg)
+	endSpan(span, applyErr)
 	if applyErr != nil {
 		return lib.Result{}, applyErr
 	}
 	if gone := dropped(prev, managed); len(gone) > 0 {
-		if _, err := d.deleteResources(ctx, c, gone); err != nil {
+		sctx, span := startSpan(ctx, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
+		_, err := d.deleteResources(sctx, c, gone)
+		endSpan(span, err)
+		if err != nil {
 			return lib.Result{}, err
 		}
 		req.Log.Info("deleted objects that left the configuration", "count", len(gone))
@@ -181,7 +190,12 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
 
-	notReady, err := d.checkReadiness(ctx, c, cfg, applied)
+	sctx, span = startSpan(ctx, "CheckReadiness")
+	notReady, err := d.checkReadiness(sctx, c, cfg, applied)
+	if notReady != "" {
+		span.SetAttributes(attribute.String("terrace.not_ready", notReady))
+	}
+	endSpan(span, err)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -231,7 +245,9 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 		if err != nil {
 			return lib.Result{}, err
 		}
-		done, err := d.deleteResources(ctx, c, prev)
+		sctx, span := startSpan(ctx, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
+		done, err := d.deleteResources(sctx, c, prev)
+		endSpan(span, err)
 		if err != nil {
 			return lib.Result{}, err
 		}
@@ -269,4 +285,24 @@ var ContinuousReconcileHook = extension.ReconcileExtensionHookSetup{
 		log.V(1).Info("continuous reconcile: re-applying", "every", every)
 		return extension.RequeueAfter(every, false), nil
 	},
+}
+
+// TracerName names the manifest deployer's tracer. Its spans are children of
+// the library's "DeployItem.Apply" / "DeployItem.Delete":
+// "DeployItem.ApplyManifests", "DeployItem.DeleteManifests",
+// "DeployItem.CheckReadiness".
+const TracerName = "github.com/terrace-dev/terrace/deployers/manifest"
+
+// startSpan starts a span for one step; the tracer is looked up per call, as
+// the global provider may be installed after the deployer was built.
+func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return otel.Tracer(TracerName).Start(ctx, lib.Kind+"."+name, trace.WithAttributes(attrs...))
+}
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,23 +24,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // DefaultRetryInterval is how soon a claim that lost every race for a matching
 // target looks again (by then the cache shows who won).
 const DefaultRetryInterval = 500 * time.Millisecond
 
-// Event reasons for actions (phase transitions use the Bound condition's reason).
+// Event reasons for actions and errors (phase transitions use the Bound
+// condition's reason).
 const (
-	EventTargetClaimed  = "TargetClaimed"
-	EventDeletingTarget = "DeletingTarget"
-	EventTargetRetained = "TargetRetained"
-	EventClassNotFound  = "ClassNotFound"
-	EventFinalized      = "Finalized"
+	EventTargetClaimed         = "TargetClaimed"
+	EventProvisioningRequested = "ProvisioningRequested"
+	EventDeletingTarget        = "DeletingTarget"
+	EventTargetRetained        = "TargetRetained"
+	EventClassNotFound         = "ClassNotFound"
+	EventFinalized             = "Finalized"
+	// EventBindFailed and EventReclaimFailed: a reconcile of a claim (or of
+	// a claim being deleted) failed with an error; it is retried with back-off.
+	EventBindFailed    = "BindFailed"
+	EventReclaimFailed = "ReclaimFailed"
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
@@ -79,6 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.RetryInterval == 0 {
 		r.RetryInterval = DefaultRetryInterval
 	}
+	observability.RegisterMetrics()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttargetclaim").
 		For(&appstudiov1alpha1.DeploymentTargetClaim{}).
@@ -179,6 +191,12 @@ type scope struct {
 	stop bool
 	// result is merged into the reconcile result.
 	result ctrl.Result
+	// gone: the claim no longer exists after this reconcile's writes (its
+	// finalizer was the last one).
+	gone bool
+	// link holds the annotations of the target the claim is bound to; its
+	// trace context is linked from the reconcile span.
+	link map[string]string
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -187,27 +205,57 @@ type phase func(ctx context.Context, s *scope) error
 // metadata patch and one status patch, both preconditioned on the claim's
 // resourceVersion so that a reconcile working from a stale cache can never
 // overwrite a newer state.
+//
+// The reconcile is the span "DeploymentTargetClaim.Reconcile", continuing the
+// trace handed over in the claim's trace-context annotation (a new trace for a
+// claim that has none yet: the binder is the first controller to act on a claim).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.NamespacedName)
+			observability.Claims.Forget(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	ctx, span := tracing.StartReconcile(ctx, observability.Tracer(), observability.KindClaim, claim, "")
+	log := logf.FromContext(ctx)
 	s := &scope{log: log, key: req.NamespacedName, claim: claim, before: claim.DeepCopy()}
+	// persisted is the phase the claim has on the API server after this
+	// reconcile, as far as the binder knows; "" when the claim is gone.
+	persisted := string(claim.Status.Phase)
 
 	defer func() {
-		if err := r.patch(ctx, s); err != nil {
-			if apierrors.IsConflict(err) {
-				// The claim changed under us; its newer version is on its way
-				// as an event. Retry soon in any case.
-				log.V(1).Info("claim changed during reconcile, retrying", "error", err.Error())
-				res = ctrl.Result{RequeueAfter: r.RetryInterval}
-				return
+		if retErr != nil {
+			reason := EventBindFailed
+			if claim.DeletionTimestamp != nil {
+				reason = EventReclaimFailed
 			}
+			r.Recorder.Eventf(s.claim, nil, corev1EventWarning, reason, "Bind", "%v", retErr)
+		}
+		if s.gone {
+			observability.Claims.Forget(req.Namespace, req.Name)
+		} else {
+			observability.Claims.Phase(req.Namespace, req.Name, persisted)
+		}
+		tracing.EndReconcile(span, persisted, retErr)
+	}()
+	defer func() {
+		err := r.patch(ctx, s)
+		switch {
+		case err == nil:
+			persisted = string(s.claim.Status.Phase)
+			if s.gone {
+				persisted = ""
+			}
+		case apierrors.IsConflict(err):
+			// The claim changed under us; its newer version is on its way
+			// as an event. Retry soon in any case.
+			log.V(1).Info("claim changed during reconcile, retrying", "error", err.Error())
+			span.AddEvent("conflict", traceReason(err))
+			res = ctrl.Result{RequeueAfter: r.RetryInterval}
+		default:
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -225,6 +273,7 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope, phases []phase) 
 			if apierrors.IsConflict(err) {
 				// A target or the claim moved on meanwhile; not an error.
 				s.log.V(1).Info("conflict, retrying", "error", err.Error())
+				trace.SpanFromContext(ctx).AddEvent("conflict", traceReason(err))
 				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 			}
 			return ctrl.Result{}, err
@@ -246,8 +295,14 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	}
 	base := s.claim.DeepCopy()
 	s.claim.Finalizers = append(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
+	// The binder's first write on a claim starts the claim's trace for every
+	// controller that follows (no-op with tracing off).
+	s.claim.Annotations = observability.HandOver(ctx, s.claim.Annotations)
 	desired := s.claim.Status.DeepCopy()
-	if err := r.Client.Patch(ctx, s.claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "AddFinalizer")
+	err := r.Client.Patch(spanCtx, s.claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	observability.EndSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	s.claim.Status = *desired
@@ -366,6 +421,7 @@ func (r *Reconciler) follow(s *scope, t *appstudiov1alpha1.DeploymentTarget) {
 		s.pending(appstudiov1alpha1.BindReasonTargetNotAvailable, fmt.Sprintf("target %s is being deleted", t.Name))
 	case t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound:
 		s.bound(t)
+		s.link = t.Annotations
 	default:
 		s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
 			fmt.Sprintf("target %s names this claim; waiting for it to report Bound", t.Name))
@@ -460,14 +516,19 @@ func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
 // on the resourceVersion the decision was made on.
 // A target another reconcile of this binder is claiming right now counts as
 // a conflict (see expectations).
-func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) error {
+func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (err error) {
 	key := client.ObjectKeyFromObject(t)
 	if !r.exp.reserve(key, t.ResourceVersion) {
 		return apierrors.NewConflict(appstudiov1alpha1.SchemeGroupVersion.WithResource("deploymenttargets").GroupResource(),
 			t.Name, errors.New("being claimed by another claim"))
 	}
+	ctx, span := observability.StartSpan(ctx, observability.KindClaim, "ClaimTarget", attribute.String("terrace.target", t.Name))
+	defer func() { observability.EndSpan(span, err) }()
 	patched := t.DeepCopy()
 	patched.Spec.ClaimRef = &appstudiov1alpha1.DeploymentTargetClaimReference{Name: s.claim.Name}
+	// The claim's job goes on with the target (whose reconcile reports it
+	// Bound): hand the trace over in the same write (no-op with tracing off).
+	patched.Annotations = tracing.Inject(ctx, patched.Annotations)
 	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
 		r.exp.done(s.key, key, "")
 		return fmt.Errorf("claiming target %s: %w", t.Name, err)
@@ -507,10 +568,14 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 		if t.Spec.ClaimRef != nil && t.DeletionTimestamp == nil {
 			patched := t.DeepCopy()
 			patched.Spec.ClaimRef = nil
-			if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
-				if !apierrors.IsNotFound(err) {
-					return fmt.Errorf("releasing target %s: %w", t.Name, err)
-				}
+			spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
+			err := r.Client.Patch(spanCtx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{}))
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+			observability.EndSpan(span, err)
+			if err != nil {
+				return fmt.Errorf("releasing target %s: %w", t.Name, err)
 			}
 			s.log.Info("released target (reclaimPolicy Retain)", "target", t.Name)
 			r.Recorder.Eventf(c, t, corev1EventNormal, EventTargetRetained, "Reclaim",
@@ -522,7 +587,13 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 
 	if t.DeletionTimestamp == nil {
 		uid := t.UID
-		if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
+		err := r.Client.Delete(spanCtx, t, client.Preconditions{UID: &uid})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		observability.EndSpan(span, err)
+		if err != nil {
 			return fmt.Errorf("deleting target %s: %w", t.Name, err)
 		}
 		s.log.Info("deleting target (reclaimPolicy Delete)", "target", t.Name)
@@ -544,7 +615,11 @@ func (r *Reconciler) removeFinalizer(s *scope, why string) {
 
 // patch writes metadata (annotations, finalizers) and then status, each only
 // if changed, each preconditioned on the resourceVersion, and emits an Event
-// when the Bound condition changed its reason.
+// when the Bound condition changed its reason. A metadata write also carries
+// the claim's trace context if the claim has none yet (never a write of its
+// own). When the claim turns Bound it observes the bind latency, once: the
+// status write succeeds only from the state the reconcile read, which was not
+// Bound.
 func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	desired := s.claim.Status.DeepCopy()
 	statusBase := s.claim.DeepCopy()
@@ -553,14 +628,24 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		!equality.Semantic.DeepEqual(s.before.Finalizers, s.claim.Finalizers) {
 		obj := s.claim.DeepCopy()
 		obj.Status = s.before.Status
-		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
+		if obj.DeletionTimestamp == nil {
+			obj.Annotations = observability.HandOver(ctx, obj.Annotations)
+		}
+		spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "PatchMetadata")
+		err := r.Client.Patch(spanCtx, obj, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) {
+			observability.EndSpan(span, err)
 			return fmt.Errorf("patching claim metadata: %w", err)
 		}
-		if obj.DeletionTimestamp != nil && !hasFinalizer(obj) {
+		observability.EndSpan(span, nil)
+		if apierrors.IsNotFound(err) || (obj.DeletionTimestamp != nil && !hasFinalizer(obj)) {
+			s.gone = true
 			return nil // deleted by now: no status to write
+		}
+		if p := obj.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" && s.before.Annotations[appstudiov1alpha1.ProvisionerAnnotation] == "" {
+			s.log.Info("requested dynamic provisioning", "provisioner", p)
+			r.Recorder.Eventf(obj, nil, corev1EventNormal, EventProvisioningRequested, "Bind",
+				"Requested a DeploymentTarget of class %s from provisioner %s", obj.Spec.DeploymentTargetClassName, p)
 		}
 		s.claim = obj
 		statusBase = obj.DeepCopy()
@@ -569,14 +654,39 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.claim.Status = *desired
-	if err := r.Client.Status().Patch(ctx, s.claim, client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "PatchStatus",
+		tracing.AttrPhase.String(string(desired.Phase)))
+	err := r.Client.Status().Patch(spanCtx, s.claim, client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) {
+		observability.EndSpan(span, err)
 		return fmt.Errorf("patching claim status: %w", err)
+	}
+	observability.EndSpan(span, nil)
+	if apierrors.IsNotFound(err) {
+		s.gone = true
+		return nil
+	}
+	if statusBase.Status.Phase != appstudiov1alpha1.DeploymentTargetClaimPhaseBound &&
+		s.claim.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
+		observability.ObserveBind(bindMode(s.claim), s.claim.CreationTimestamp.Time)
+		// The claim's trace links to the trace of the target it is bound to.
+		observability.LinkTo(ctx, s.link)
 	}
 	r.emitTransition(s)
 	return nil
+}
+
+// bindMode is the mode label of the bind latency: dynamic for claims marked
+// for dynamic provisioning, static otherwise.
+func bindMode(c *appstudiov1alpha1.DeploymentTargetClaim) string {
+	if c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] != "" {
+		return observability.ModeDynamic
+	}
+	return observability.ModeStatic
+}
+
+func traceReason(err error) trace.EventOption {
+	return trace.WithAttributes(attribute.String("error", err.Error()))
 }
 
 func (r *Reconciler) emitTransition(s *scope) {

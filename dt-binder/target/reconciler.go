@@ -23,12 +23,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
+
+// EventReconcileFailed: a reconcile of a target failed with an error; it is
+// retried with back-off. Phase and Terminating transitions use the reason of
+// the Bound or Terminating condition.
+const EventReconcileFailed = "ReconcileFailed"
 
 // DefaultUnableToTerminateTimeout is how long a SpaceRequest may report
 // UnableToTerminate before its target is marked Failed (seed 004, step 5).
@@ -77,6 +85,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	observability.RegisterMetrics()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttarget").
 		For(&appstudiov1alpha1.DeploymentTarget{}).
@@ -137,26 +146,52 @@ type scope struct {
 	target *appstudiov1alpha1.DeploymentTarget
 	before *appstudiov1alpha1.DeploymentTarget
 	result ctrl.Result
+	// gone: the target no longer exists (the status write found it gone).
+	gone bool
 }
 
 type phase func(ctx context.Context, s *scope) error
 
 // Reconcile computes the target's status and writes it once, preconditioned
-// on the resourceVersion it was computed from.
+// on the resourceVersion it was computed from. The reconcile is the span
+// "DeploymentTarget.Reconcile", continuing the trace handed over in the
+// target's trace-context annotation (by the provisioner that created it, or
+// by the claim reconciler that claimed it).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		if apierrors.IsNotFound(err) {
+			observability.Targets.Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx, span := tracing.StartReconcile(ctx, observability.Tracer(), observability.KindTarget, dt, "")
+	log := logf.FromContext(ctx)
 	s := &scope{log: log, target: dt, before: dt.DeepCopy()}
+	// persisted is the phase the target has on the API server after this
+	// reconcile, as far as the binder knows.
+	persisted := string(dt.Status.Phase)
 	defer func() {
-		if err := r.patchStatus(ctx, s); err != nil {
-			if apierrors.IsConflict(err) {
-				log.V(1).Info("target changed during reconcile, retrying", "error", err.Error())
-				res = ctrl.Result{RequeueAfter: conflictRetry}
-				return
-			}
+		if retErr != nil {
+			r.Recorder.Eventf(s.target, nil, "Warning", EventReconcileFailed, "Bind", "%v", retErr)
+		}
+		if s.gone {
+			observability.Targets.Forget(req.Namespace, req.Name)
+		} else {
+			observability.Targets.Phase(req.Namespace, req.Name, persisted)
+		}
+		tracing.EndReconcile(span, persisted, retErr)
+	}()
+	defer func() {
+		err := r.patchStatus(ctx, s)
+		switch {
+		case err == nil:
+			persisted = string(s.target.Status.Phase)
+		case apierrors.IsConflict(err):
+			log.V(1).Info("target changed during reconcile, retrying", "error", err.Error())
+			span.AddEvent("conflict")
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+		default:
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -321,16 +356,23 @@ func (r *Reconciler) spaceRequests(ctx context.Context, t *appstudiov1alpha1.Dep
 }
 
 // patchStatus writes the status if it changed and emits an Event when the
-// phase changed.
+// phase changed, or — the phase unchanged — when the Terminating condition
+// changed its reason.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.target.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.target, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	spanCtx, span := observability.StartSpan(ctx, observability.KindTarget, "PatchStatus",
+		tracing.AttrPhase.String(string(s.target.Status.Phase)))
+	err := r.Client.Status().Patch(spanCtx, s.target, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) {
+		observability.EndSpan(span, err)
 		return fmt.Errorf("patching target status: %w", err)
+	}
+	observability.EndSpan(span, nil)
+	if err != nil {
+		s.gone = true
+		return nil
 	}
 	if s.before.Status.Phase != s.target.Status.Phase {
 		reason, note := string(s.target.Status.Phase), ""
@@ -346,7 +388,21 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		}
 		s.log.Info("target phase changed", "from", s.before.Status.Phase, "to", s.target.Status.Phase, "reason", reason)
 		r.Recorder.Eventf(s.target, nil, eventType, reason, "Bind", "%s", note)
+		return nil
 	}
+	now := meta.FindStatusCondition(s.target.Status.Conditions, appstudiov1alpha1.ConditionTerminating)
+	if now == nil {
+		return nil
+	}
+	if old := meta.FindStatusCondition(s.before.Status.Conditions, appstudiov1alpha1.ConditionTerminating); old != nil && old.Reason == now.Reason {
+		return nil
+	}
+	eventType := "Normal"
+	if now.Reason == appstudiov1alpha1.TerminatingReasonUnableToTerminate {
+		eventType = "Warning"
+	}
+	s.log.Info("target termination changed", "reason", now.Reason, "message", now.Message)
+	r.Recorder.Eventf(s.target, nil, eventType, now.Reason, "Terminate", "%s", now.Message)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,11 +14,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
 	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // deleteState classifies an item during deletion. Deployers delete an item
@@ -38,7 +41,12 @@ func deleteStateOf(di *lsv1alpha1.DeployItem) deleteState {
 		return deleteNotStarted
 	}
 	le := di.Status.LastError
+	// Times have a resolution of one second, so an interrupt in the same
+	// second as the deletion would look like a failed deletion: an interrupt
+	// is this controller's own verdict on the install job, never a deployer's
+	// on the deletion.
 	if di.Status.Phase.IsFailed() && le != nil && !le.LastUpdateTime.Before(di.DeletionTimestamp) &&
+		le.Operation != lsv1alpha1.OperationInterrupted &&
 		operation(di) != lsv1alpha1.OperationReconcile { // a retry has been requested
 		return deleteFailed
 	}
@@ -98,7 +106,7 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 				return nil, false, fmt.Errorf("deleting deploy item %s: %w", di.Name, err)
 			}
 			running = true
-			ctrl.LoggerFrom(ctx).Info("deleting deploy item", "item", n, "deployItem", di.Name, "withoutUninstall", withoutUninstall)
+			logf.FromContext(ctx).Info("deleting deploy item", "item", n, "deployItem", di.Name, "withoutUninstall", withoutUninstall)
 			r.Recorder.Eventf(s.exec, di, corev1.EventTypeNormal, EventItemDeleted, "Delete", "deleting deploy item %s (%s)", di.Name, n)
 		}
 	}
@@ -143,7 +151,7 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 	st := &s.exec.Status
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	if installRunning(st.Phase) && jobid.HasNewJob(st.JobID, st.JobIDFinished) {
 		return ctrl.Result{}, nil // the install job finishes first
 	}
@@ -156,6 +164,7 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 	newJob := jobid.HasNewJob(st.JobID, st.JobIDFinished)
 	if !newJob || !deletePhase(st.Phase) {
 		// A deletion job has to start: the first one, or a retry after DeleteFailed.
+		own := false
 		if !newJob {
 			if !isRoot(s.exec) {
 				// The installation controller hands the deletion job over.
@@ -174,14 +183,19 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 				}
 				return ctrl.Result{}, nil // stays DeleteFailed until operation: reconcile
 			}
+			// This reconcile's span is the root of the deletion job's trace.
+			if err := r.writeOwnTraceContext(ctx, s); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
+			}
 			st.JobID = jobid.New()
-			s.guardStatus = true
+			trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(st.JobID))
+			own = true
 			if operation(s.exec) == lsv1alpha1.OperationReconcile {
 				s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationReconcile))
 			}
 		}
-		r.beginJob(s, lsv1alpha1.PhaseInitDelete)
-		if s.guardStatus {
+		r.beginJob(s, lsv1alpha1.PhaseInitDelete) // guarded
+		if own {
 			return ctrl.Result{}, nil // the status write brings the next reconcile
 		}
 	}
@@ -246,10 +260,10 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	}
 	s.gone = true
 	st := &s.exec.Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
-		observeJob(ReasonDeleted, r.Now().Sub(c.LastTransitionTime.Time))
+	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		r.metrics.JobFinished(ReasonDeleted, r.clock.finish(client.ObjectKeyFromObject(s.exec), st.JobID, st, r.Now()))
 	}
-	ctrl.LoggerFrom(ctx).Info("all deploy items deleted; execution released")
+	logf.FromContext(ctx).Info("all deploy items deleted; execution released")
 	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonDeleted, "Delete", "all deploy items deleted")
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
@@ -215,7 +215,7 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 // createOnly, existing items are left alone (spec changes are applied at the
 // start of the next job, not in the middle of one).
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	for i := range s.exec.Spec.DeployItems {
 		t := &s.exec.Spec.DeployItems[i]
 		cur := s.items[t.Name]
@@ -255,6 +255,11 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 	return nil
 }
 
+// ReconcileTimeFormat is the layout of the reconcile-time stamp: RFC 3339
+// with milliseconds, so a deployer can measure its pickup latency (readers
+// parsing time.RFC3339 accept the fraction).
+const ReconcileTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
 // handOver gives job to the item: first the reconcile-time annotation (so a
 // deployer that picks the job up at once finds it to remove), then
 // status.jobID. A live read guards against handing the same job twice from a
@@ -269,9 +274,10 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		*di = *live
 		return false, nil
 	}
-	stamp := r.Now().UTC().Format(time.RFC3339)
+	stamp := r.Now().UTC().Format(ReconcileTimeFormat)
 	set := map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: &stamp}
-	// The deployer continues this job's trace (only written when tracing is on).
+	// The deployer continues this job's trace: the span context goes into the
+	// same write (only while tracing is on).
 	if tc, ok := tracing.Inject(ctx, live.Annotations)[tracing.TraceContextAnnotation]; ok {
 		set[tracing.TraceContextAnnotation] = &tc
 	}

@@ -6,19 +6,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
 	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // Condition types and reasons (metav1.Conditions on the execution, and the
@@ -31,6 +34,7 @@ const (
 
 	ReasonJobStarted          = "JobStarted"
 	ReasonSucceeded           = "Succeeded"
+	ReasonFailed              = "Failed"
 	ReasonDeployItemsFailed   = "DeployItemsFailed"
 	ReasonCyclicDependencies  = "CyclicDependencies"
 	ReasonUnknownDependencies = "UnknownDependencies"
@@ -125,7 +129,7 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 	if operation(s.exec) != lsv1alpha1.OperationInterrupt {
 		return ctrl.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	st := &s.exec.Status
 	job := st.JobID
 	msg := fmt.Sprintf("job %s was interrupted by operation: interrupt on execution %s", job, s.exec.Name)
@@ -179,19 +183,35 @@ func (r *Reconciler) handleReconcileOperation(ctx context.Context, s *scope) (ct
 		return ctrl.Result{}, r.removeOperation(s, lsv1alpha1.OperationReconcile)(ctx)
 	}
 	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
-		ctrl.LoggerFrom(ctx).V(1).Info("operation: reconcile postponed until the running job finishes")
+		logf.FromContext(ctx).V(1).Info("operation: reconcile postponed until the running job finishes")
 		return ctrl.Result{}, nil
 	}
+	// This reconcile's span is the root of the job's trace (written before
+	// the job starts; a conflict means the cache was stale).
+	if err := r.writeOwnTraceContext(ctx, s); err != nil {
+		s.done = true
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
+	}
 	st.JobID = jobid.New()
+	trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(st.JobID))
 	r.beginJob(s, lsv1alpha1.PhaseInit)
 	// Guarded: a stale cache showing the annotation after it was handled
 	// must not start a second job.
 	s.guardStatus = true
 	s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationReconcile))
-	ctrl.LoggerFrom(ctx).Info("job started by operation: reconcile", "newJobID", st.JobID)
+	logf.FromContext(ctx).Info("job started by operation: reconcile", "newJobID", st.JobID)
 	// The status write triggers the next reconcile, which runs the job.
 	s.done = true
 	return ctrl.Result{}, nil
+}
+
+// ignoreConflict drops a conflict: the newer version of the object brings
+// the next reconcile.
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // beginJob resets the status for the job in status.jobID.
@@ -208,27 +228,32 @@ func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 		Message: "job " + st.JobID + " started", ObservedGeneration: s.exec.Generation,
 		LastTransitionTime: metav1.NewTime(r.Now()),
 	})
-	job := st.JobID
+	// Guarded: a reconcile working from a stale copy (the cache not yet
+	// showing this start) conflicts instead of starting the job twice.
+	s.guardStatus = true
+	job, started := st.JobID, r.Now()
 	s.afterStatus = append(s.afterStatus, func(context.Context) error {
+		r.clock.start(client.ObjectKeyFromObject(s.exec), job, started)
+		r.metrics.JobStarted()
 		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonJobStarted, "StartJob", "job %s started (%s)", job, phase)
 		return nil
 	})
 }
 
-// finishJob ends the current job in a final phase.
+// finishJob ends the current job in a final phase. Once written, it emits
+// the transition event (Succeeded, Failed or DeleteFailed) and, for a
+// failure, the event of its cause (lastError.reason, e.g. DeployItemsFailed;
+// an interrupt has its own event already).
 func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1alpha1.Error) {
 	st := &s.exec.Status
 	now := metav1.NewTime(r.Now())
+	took := r.clock.finish(client.ObjectKeyFromObject(s.exec), st.JobID, st, now.Time)
 	st.Phase = phase
 	st.JobIDFinished = st.JobID
 	if lastErr != nil {
 		lastErr.LastTransitionTime, lastErr.LastUpdateTime = now, now
 	}
 	st.LastError = lastErr
-	var took time.Duration
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
-		took = now.Sub(c.LastTransitionTime.Time)
-	}
 	reason, msg, ready := ReasonSucceeded, "job "+st.JobID+" succeeded", metav1.ConditionTrue
 	if lastErr != nil {
 		reason, msg, ready = lastErr.Reason, lastErr.Message, metav1.ConditionFalse
@@ -241,9 +266,12 @@ func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1al
 		Type: lsv1alpha1.ConditionReady, Status: ready, Reason: reason, Message: msg,
 		ObservedGeneration: s.exec.Generation,
 	})
-	eventType := corev1.EventTypeNormal
-	if lastErr != nil {
-		eventType = corev1.EventTypeWarning
+	transition, eventType := ReasonSucceeded, corev1.EventTypeNormal
+	switch phase {
+	case lsv1alpha1.PhaseFailed:
+		transition, eventType = ReasonFailed, corev1.EventTypeWarning
+	case lsv1alpha1.PhaseDeleteFailed:
+		transition, eventType = ReasonDeleteFailed, corev1.EventTypeWarning
 	}
 	// Guarded and reported only once written: a reconcile working from a
 	// stale copy (the cache not yet showing this very end) conflicts instead
@@ -251,16 +279,17 @@ func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1al
 	s.guardStatus = true
 	job := st.JobID
 	s.afterStatus = append(s.afterStatus, func(context.Context) error {
-		if took > 0 {
-			observeJob(phase, took)
+		r.metrics.JobFinished(string(phase), took)
+		if lastErr != nil && reason != transition && reason != ReasonInterrupted {
+			r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, reason, "FinishJob", "%s", msg)
 		}
-		r.Recorder.Eventf(s.exec, nil, eventType, reason, "FinishJob", "job %s ended %s: %s", job, phase, msg)
+		r.Recorder.Eventf(s.exec, nil, eventType, transition, "FinishJob", "job %s ended %s: %s", job, phase, msg)
 		return nil
 	})
 }
 
 func (r *Reconciler) failJob(ctx context.Context, s *scope, operation, reason, msg string, code lsv1alpha1.ErrorCode) {
-	ctrl.LoggerFrom(ctx).Info("job failed", "reason", reason, "message", msg)
+	logf.FromContext(ctx).Info("job failed", "reason", reason, "message", msg)
 	le := &lsv1alpha1.Error{Operation: operation, Reason: reason, Message: msg}
 	if code != "" {
 		le.Codes = []lsv1alpha1.ErrorCode{code}
@@ -302,13 +331,18 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	if st.Phase == lsv1alpha1.PhaseInit {
-		if err := r.syncItems(ctx, s, false); err != nil {
+		pctx, span := startSpan(ctx, lsv1alpha1.PhaseInit)
+		err := r.syncItems(pctx, s, false)
+		endSpan(span, err)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 		st.Phase = lsv1alpha1.PhaseCleanupOrphaned
 	}
 	if st.Phase == lsv1alpha1.PhaseCleanupOrphaned {
-		done, err := r.cleanupOrphans(ctx, s)
+		pctx, span := startSpan(ctx, lsv1alpha1.PhaseCleanupOrphaned)
+		done, err := r.cleanupOrphans(pctx, s)
+		endSpan(span, err)
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
@@ -316,19 +350,27 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	if st.Phase == lsv1alpha1.PhaseProgressing || st.Phase == lsv1alpha1.PhaseObjectsCreated {
 		st.Phase = lsv1alpha1.PhaseProgressing
+		// The items are handed the job from this span, so the deployers'
+		// spans are its children.
+		pctx, span := startSpan(ctx, lsv1alpha1.PhaseProgressing)
 		// An item deleted by hand mid-job is recreated (with the spec it had
 		// at job start or newer).
-		if err := r.syncItems(ctx, s, true); err != nil {
-			return ctrl.Result{}, err
+		err := r.syncItems(pctx, s, true)
+		done := false
+		if err == nil {
+			done, err = r.progress(pctx, s, g, job)
 		}
-		done, err := r.progress(ctx, s, g, job)
+		endSpan(span, err)
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
 		st.Phase = lsv1alpha1.PhaseCompleting
 	}
 	if st.Phase == lsv1alpha1.PhaseCompleting {
-		if err := r.gatherExports(ctx, s); err != nil {
+		pctx, span := startSpan(ctx, lsv1alpha1.PhaseCompleting)
+		err := r.gatherExports(pctx, s)
+		endSpan(span, err)
+		if err != nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
 				Message: err.Error(), ObservedGeneration: s.exec.Generation,
@@ -336,7 +378,7 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 			return ctrl.Result{}, err
 		}
 		r.finishJob(s, lsv1alpha1.PhaseSucceeded, nil)
-		ctrl.LoggerFrom(ctx).Info("job succeeded")
+		logf.FromContext(ctx).Info("job succeeded")
 	}
 	return ctrl.Result{}, nil
 }
@@ -345,7 +387,7 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 // Once an item failed no further item starts; the job ends Failed when no
 // item runs any more. It reports true when every item succeeded.
 func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, job string) (bool, error) {
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	state := func(n string) itemState { return stateOf(s.items[n], job) }
 	var failed, running []string
 	succeeded := 0

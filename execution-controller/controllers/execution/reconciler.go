@@ -17,25 +17,23 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // ControllerName names the controller (logs, metrics, events).
 const ControllerName = "execution"
-
-var tracer = otel.Tracer("github.com/terrace-dev/terrace/execution-controller/controllers/execution")
 
 // Least privilege for this reconciler (collected into the binary's ClusterRole by make generate-rbac).
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions,verbs=get;list;watch;patch
@@ -46,6 +44,7 @@ var tracer = otel.Tracer("github.com/terrace-dev/terrace/execution-controller/co
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconciler reconciles Executions.
 type Reconciler struct {
@@ -61,6 +60,11 @@ type Reconciler struct {
 	FieldManager string
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
+
+	// metrics records the shared job and phase metrics (kind Execution).
+	metrics metrics.Recorder
+	// clock times jobs for terrace_job_duration_seconds.
+	clock jobClock
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -79,7 +83,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	registerMetrics()
+	r.metrics = metrics.For(Kind)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.DeployItem{}, OwnerIndex, indexOwner); err != nil {
 		return fmt.Errorf("indexing deploy items by execution: %w", err)
 	}
@@ -120,16 +124,19 @@ type phaseFunc func(context.Context, *scope) (ctrl.Result, error)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	exec := &lsv1alpha1.Execution{}
 	if err := r.Client.Get(ctx, req.NamespacedName, exec); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// One job is one trace: continue the trace of whoever handed the job over
-	// (the annotation is absent, and this a no-op, when tracing is off).
-	ctx, span := tracer.Start(tracing.Extract(ctx, exec.Annotations), "Execution.Reconcile",
-		trace.WithAttributes(attribute.String("execution", req.String()), attribute.String("jobID", exec.Status.JobID)))
-	defer span.End()
-	log := ctrl.LoggerFrom(ctx).WithValues("jobID", exec.Status.JobID, "phase", exec.Status.Phase)
-	ctx = ctrl.LoggerInto(ctx, log)
+	// (the annotation is absent when tracing is off), or start a new one when
+	// this reconcile starts a root execution's own job.
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traceTarget(exec), exec.Status.JobID)
 	s := &scope{exec: exec, before: *exec.Status.DeepCopy()}
+	defer func() { tracing.EndReconcile(span, string(s.exec.Status.Phase), retErr) }()
+	log := logf.FromContext(ctx).WithValues("jobID", exec.Status.JobID, "phase", exec.Status.Phase)
+	ctx = logf.IntoContext(ctx, log)
 
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
@@ -140,9 +147,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 				return
 			}
 			retErr = errors.Join(retErr, err)
+			return
 		}
+		if s.gone {
+			r.forget(req.NamespacedName)
+			return
+		}
+		r.metrics.Phase(exec.Namespace, exec.Name, string(exec.Status.Phase))
 	}()
 	return r.doReconcile(ctx, s)
+}
+
+// forget drops what the controller keeps about an execution that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.metrics.Forget(key.Namespace, key.Name)
+	r.clock.forget(key)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -102,9 +102,16 @@ func executionName(inst *lsv1alpha1.Installation) string { return inst.Name }
 // handOverExecution writes the execution's status.jobID with server-side
 // apply and this controller's field manager: the execution controller owns
 // every other status field, which this write can therefore never touch.
+// While tracing is on, the span context goes into the execution's
+// trace-context annotation first (a metadata patch: a status write cannot
+// carry it), so the execution starts the job in this trace.
 func (r *Reconciler) handOverExecution(ctx context.Context, exec *lsv1alpha1.Execution, job string) error {
 	if exec.Status.JobID == job {
 		return nil
+	}
+	// The execution continues this job's trace (only while tracing is on).
+	if err := handOverTraceContext(ctx, r.Client, exec); err != nil {
+		return err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
@@ -123,6 +130,10 @@ func (r *Reconciler) handOverExecution(ctx context.Context, exec *lsv1alpha1.Exe
 func (r *Reconciler) handOverInstallation(ctx context.Context, sub *lsv1alpha1.Installation, job string) error {
 	if sub.Status.JobID == job {
 		return nil
+	}
+	// The sub-installation continues this job's trace (only while tracing is on).
+	if err := handOverTraceContext(ctx, r.Client, sub); err != nil {
+		return err
 	}
 	if err := r.Client.Status().Patch(ctx, sub, mergePatch{"status": map[string]any{"jobID": job}}, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("handing job to sub-installation %s: %w", sub.Name, client.IgnoreNotFound(err))

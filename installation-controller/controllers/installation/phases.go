@@ -15,6 +15,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 func next(p lsv1alpha1.Phase) (outcome, error) { return outcome{next: p}, nil }
@@ -262,6 +263,8 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 			return nil
 		}
 		exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name)}
+		// Created in the job's trace (no annotation while tracing is off).
+		exec.Annotations = tracing.Inject(ctx, nil)
 		exec.Spec = lsv1alpha1.ExecutionSpec{Context: inst.Spec.Context, DeployItems: items}
 		if err := controllerutil.SetControllerReference(inst, exec, r.Client.Scheme()); err != nil {
 			return err
@@ -326,6 +329,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.
 			sub := &lsv1alpha1.Installation{}
 			sub.Name, sub.Namespace = name, inst.Namespace
 			sub.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name), lsv1alpha1.SubInstallationNameLabel: labelValue(t.Name)}
+			sub.Annotations = tracing.Inject(ctx, nil)
 			sub.Spec = *spec
 			if err := controllerutil.SetControllerReference(inst, sub, r.Client.Scheme()); err != nil {
 				return err

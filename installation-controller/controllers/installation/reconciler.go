@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,11 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
 	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // ControllerName names the controller (logs, metrics, events).
@@ -42,12 +46,18 @@ const ControllerName = "installation"
 // FieldManager is the field manager of every write of this controller.
 const FieldManager = "installation-controller"
 
-// Event reasons (filterable with --field-selector reason=...).
+// Event reasons (filterable with --field-selector reason=...). Events are
+// emitted on transitions only, after the status write that makes them: a job
+// starting, a job ending (Succeeded, Failed, DeleteFailed, Deleted), and an
+// error. A fatal error emits its lastError reason (e.g. TemplateFailed,
+// ImportNotFound) as a Warning beside the Failed/DeleteFailed transition; a
+// normal error emits Retrying once per distinct error.
 const (
 	ReasonJobStarted         = "JobStarted"
-	ReasonPhaseChanged       = "PhaseChanged"
 	ReasonSucceeded          = "Succeeded"
 	ReasonFailed             = "Failed"
+	ReasonJobDeleteFailed    = "DeleteFailed"
+	ReasonDeleted            = "Deleted"
 	ReasonRetrying           = "Retrying"
 	ReasonWaiting            = "Waiting"
 	ReasonReconcileIgnored   = "ReconcileAnnotationIgnored"
@@ -103,6 +113,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconciler reconciles Installations.
 type Reconciler struct {
@@ -121,6 +132,10 @@ type Reconciler struct {
 	// predecessors, successors) with growing intervals; events normally
 	// arrive first, the re-check only covers missed ones.
 	waits workqueue.TypedRateLimiter[types.NamespacedName]
+	// metrics records the shared job and phase metrics (kind Installation).
+	metrics metrics.Recorder
+	// clock times jobs for terrace_job_duration_seconds.
+	clock jobClock
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -138,6 +153,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.Now = time.Now
 	}
 	r.waits = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute)
+	r.metrics = metrics.For(Kind)
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ImportsIndex, indexImports); err != nil {
 		return fmt.Errorf("indexing installations by imports: %w", err)
@@ -204,10 +220,17 @@ type scope struct {
 	lock bool
 	// gone is set when the finalizer was removed: no status write.
 	gone bool
+	// written runs once the status this reconcile computed is stored (the
+	// write succeeded or was not needed): events and metrics of the
+	// transitions it holds, so a write that conflicts reports nothing.
+	written []func()
 	// afterStatus runs after a successful status write, e.g. removing the
 	// annotation that started the job, so that it is never lost.
 	afterStatus []func(context.Context) error
 }
+
+// onWritten queues f until the status of this reconcile is stored.
+func (s *scope) onWritten(f func()) { s.written = append(s.written, f) }
 
 type phaseFunc func(context.Context, *scope) (ctrl.Result, bool, error)
 
@@ -215,11 +238,18 @@ type phaseFunc func(context.Context, *scope) (ctrl.Result, bool, error)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	inst := &lsv1alpha1.Installation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
-	ctx = ctrl.LoggerInto(ctx, log)
+	// One job is one trace: continue the trace handed over in the
+	// annotation, or start a new one when this reconcile starts a root job.
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traceTarget(inst), inst.Status.JobID)
 	s := &scope{inst: inst, before: inst.DeepCopy()}
+	defer func() { tracing.EndReconcile(span, string(s.inst.Status.Phase), retErr) }()
+	log := logf.FromContext(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
+	ctx = logf.IntoContext(ctx, log)
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -229,9 +259,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 				return
 			}
 			retErr = errors.Join(retErr, err)
+			return
 		}
+		if s.gone {
+			r.forget(req.NamespacedName)
+			return
+		}
+		r.metrics.Phase(inst.Namespace, inst.Name, string(inst.Status.Phase))
 	}()
 	return r.doReconcile(ctx, s)
+}
+
+// forget drops what the controller keeps about an installation that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.metrics.Forget(key.Namespace, key.Name)
+	r.clock.forget(key)
+	if r.waits != nil {
+		r.waits.Forget(key)
+	}
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -269,6 +314,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		if err := r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("writing installation status: %w", err)
 		}
+	}
+	for _, f := range s.written {
+		f()
 	}
 	for _, f := range s.afterStatus {
 		if err := f(ctx); err != nil {
@@ -327,14 +375,21 @@ func btoi(b bool) int {
 // startJob applies the start rules (package jobs) and starts a job when they say so.
 func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	inst := s.inst
-	d := jobs.Decide(jobs.State{
-		Root:          isRoot(inst),
-		Deleting:      inst.DeletionTimestamp != nil,
-		Operation:     lsv1alpha1.Operation(inst.Annotations[lsv1alpha1.OperationAnnotation]),
-		Phase:         inst.Status.Phase,
-		JobID:         inst.Status.JobID,
-		JobIDFinished: inst.Status.JobIDFinished,
-	})
+	d := jobs.Decide(jobState(inst))
+	starting := d.Action == jobs.StartNewJob || d.Action == jobs.StartHandedJob
+	if starting && isRoot(inst) {
+		// The reconcile span is the root of the job's trace: every later
+		// reconcile of the job continues it from the annotation. Written
+		// before anything else of the job, so no reconcile of the job can
+		// miss it; a conflict means the cache was stale.
+		if err := r.writeOwnTraceContext(ctx, inst); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
+				return ctrl.Result{RequeueAfter: time.Second}, true, nil
+			}
+			return ctrl.Result{}, true, fmt.Errorf("writing the trace context: %w", err)
+		}
+	}
 	if d.RemoveOperation {
 		remove := func(ctx context.Context) error {
 			return patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
@@ -350,7 +405,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		r.Recorder.Eventf(inst, nil, "Normal", ReasonReconcileIgnored, "Reconcile", "the reconcile annotation only starts jobs on root installations; removed")
 	}
 	if d.Postponed && inst.Status.Phase != "" {
-		ctrl.LoggerFrom(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
+		logf.FromContext(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
 	}
 	switch d.Action {
 	case jobs.Idle:
@@ -359,14 +414,24 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		return ctrl.Result{}, false, nil
 	case jobs.StartNewJob:
 		inst.Status.JobID = jobid.New()
-		s.lock = true
 	}
+	// Guarded: a stale cache can never start a job twice.
+	s.lock = true
+	trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(inst.Status.JobID))
 	inst.Status.Phase = d.Phase
 	inst.Status.ObservedGeneration = inst.Generation
 	inst.Status.LastError = nil
+	// Ready turns Unknown now (removed first, so its transition time is the
+	// job's start even if the previous job left it Unknown).
+	apimeta.RemoveStatusCondition(&inst.Status.Conditions, lsv1alpha1.ConditionReady)
 	r.setReady(inst, metav1.ConditionUnknown, "Progressing", fmt.Sprintf("job %s started", inst.Status.JobID))
-	r.Recorder.Eventf(inst, nil, "Normal", ReasonJobStarted, "Reconcile", "job %s started with phase %s", inst.Status.JobID, d.Phase)
 	r.waits.Forget(key(inst))
+	job, phase, started := inst.Status.JobID, d.Phase, r.Now()
+	s.onWritten(func() {
+		r.clock.start(key(inst), job, started)
+		r.metrics.JobStarted()
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonJobStarted, "Reconcile", "job %s started with phase %s", job, phase)
+	})
 	// The status write triggers the next reconcile, which runs the phase.
 	return ctrl.Result{}, true, nil
 }
@@ -425,56 +490,81 @@ func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) func(context.Context, *scope)
 	return nil
 }
 
-// runPhase runs the current phase of the running job once.
+// runPhase runs the current phase of the running job once, in a span of its
+// own ("Installation.<Phase>"): the job is handed to sub-objects from there.
 func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	inst := s.inst
-	log := ctrl.LoggerFrom(ctx)
-	fn := r.phaseFunc(inst.Status.Phase)
+	log := logf.FromContext(ctx)
+	phase := inst.Status.Phase
+	fn := r.phaseFunc(phase)
 	if fn == nil {
 		return ctrl.Result{}, true, nil
 	}
-	out, err := fn(ctx, s)
-	deleteFlow := jobs.IsDeletePhase(inst.Status.Phase)
+	pctx, span := startSpan(ctx, string(phase), tracing.AttrPhase.String(string(phase)))
+	out, err := fn(pctx, s)
+	if out.waitMsg != "" {
+		span.SetAttributes(AttrWaitingFor.String(out.waitMsg))
+	}
+	endSpan(span, err)
+	deleteFlow := jobs.IsDeletePhase(phase)
+	job := inst.Status.JobID
 	var fe *fatalError
 	switch {
 	case errors.As(err, &fe):
-		failed := lsv1alpha1.PhaseFailed
+		failed, transition := lsv1alpha1.PhaseFailed, ReasonFailed
 		if deleteFlow {
-			failed = lsv1alpha1.PhaseDeleteFailed
+			failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
 		}
 		log.Info("job failed", "reason", fe.reason, "error", fe.err.Error())
-		r.setLastError(inst, string(inst.Status.Phase), fe.reason, fe.err.Error(), fe.code)
+		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		r.setLastError(inst, string(phase), fe.reason, fe.err.Error(), fe.code)
 		inst.Status.Phase = failed
-		inst.Status.JobIDFinished = inst.Status.JobID
+		inst.Status.JobIDFinished = job
 		r.setReady(inst, metav1.ConditionFalse, fe.reason, fe.err.Error())
-		r.Recorder.Eventf(inst, nil, "Warning", ReasonFailed, "Reconcile", "job %s ended %s: %s", inst.Status.JobID, failed, fe.err.Error())
+		msg := fe.err.Error()
+		s.onWritten(func() {
+			r.metrics.JobFinished(string(failed), took)
+			r.Recorder.Eventf(inst, nil, "Warning", fe.reason, string(phase), "%s", msg)
+			r.Recorder.Eventf(inst, nil, "Warning", transition, "Reconcile", "job %s ended %s in phase %s: %s", job, failed, phase, fe.reason)
+		})
 		r.waits.Forget(key(inst))
 		return ctrl.Result{}, true, nil
 	case err != nil:
 		// A normal error repeats the phase; the controller's rate limiter
-		// makes the intervals grow.
-		r.setLastError(inst, string(inst.Status.Phase), ReasonTransient, err.Error(), "")
-		r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, "Reconcile", "phase %s will be retried: %s", inst.Status.Phase, err.Error())
+		// makes the intervals grow. The event says so once per distinct error.
+		if r.setLastError(inst, string(phase), ReasonTransient, err.Error(), "") {
+			msg := err.Error()
+			s.onWritten(func() {
+				r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)
+			})
+		}
 		return ctrl.Result{}, true, err
 	case out.gone:
 		s.gone = true
+		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		r.metrics.JobFinished(ReasonDeleted, took)
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
 		return ctrl.Result{}, true, nil
 	case out.next == "":
 		delay := r.waits.When(key(inst))
 		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
 		// Say what the job waits for (written only when it changes), so a
 		// stall is never silent.
-		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", inst.Status.Phase, out.waitMsg))
+		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg))
 		return ctrl.Result{RequeueAfter: delay}, true, nil
 	}
 	r.waits.Forget(key(inst))
 	log.V(1).Info("phase done", "next", out.next)
 	inst.Status.Phase = out.next
 	if out.next == lsv1alpha1.PhaseSucceeded {
-		inst.Status.JobIDFinished = inst.Status.JobID
+		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		inst.Status.JobIDFinished = job
 		inst.Status.LastError = nil
-		r.setReady(inst, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", inst.Status.JobID))
-		r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", inst.Status.JobID)
+		r.setReady(inst, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", job))
+		s.onWritten(func() {
+			r.metrics.JobFinished(string(lsv1alpha1.PhaseSucceeded), took)
+			r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", job)
+		})
 	}
 	return ctrl.Result{}, true, nil
 }
@@ -492,7 +582,8 @@ func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.Condi
 	})
 }
 
-func (r *Reconciler) setLastError(inst *lsv1alpha1.Installation, op, reason, msg string, code lsv1alpha1.ErrorCode) {
+// setLastError records lastError and reports whether it changed.
+func (r *Reconciler) setLastError(inst *lsv1alpha1.Installation, op, reason, msg string, code lsv1alpha1.ErrorCode) bool {
 	now := metav1.NewTime(r.Now())
 	e := &lsv1alpha1.Error{Operation: op, Reason: reason, Message: msg, LastTransitionTime: now, LastUpdateTime: now}
 	if code != "" {
@@ -501,9 +592,10 @@ func (r *Reconciler) setLastError(inst *lsv1alpha1.Installation, op, reason, msg
 	if prev := inst.Status.LastError; prev != nil && prev.Reason == reason && prev.Message == msg && prev.Operation == op {
 		// The same error again: keep the object unchanged (no write that
 		// changes nothing but a timestamp on every retry).
-		return
+		return false
 	}
 	inst.Status.LastError = e
+	return true
 }
 
 // parseBlueprint reads the installation's inline blueprint.

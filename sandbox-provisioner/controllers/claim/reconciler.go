@@ -25,6 +25,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
 
@@ -39,6 +40,10 @@ const (
 	EventClassNotFound           = "ClassNotFound"
 	EventInvalidParameters       = "InvalidClassParameters"
 	EventCredentialsSecretAbsent = "CredentialsSecretMissing"
+	// EventProvisioningFailed: a reconcile failed with an error (creating
+	// the SpaceRequest or the target, reading what it needs); it is retried
+	// with back-off.
+	EventProvisioningFailed = "ProvisioningFailed"
 )
 
 // Parameters are the DeploymentTargetClass parameters this provisioner reads.
@@ -143,6 +148,8 @@ type scope struct {
 	// stop ends the phases early without an error (nothing to do, or waiting
 	// for an event).
 	stop bool
+	// reported: the error the phases return was already reported in an event.
+	reported bool
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -150,15 +157,21 @@ type phase func(ctx context.Context, s *scope) error
 // Stopped reports whether a phase ended the reconcile early.
 func (s *scope) Stopped() bool { return s.stop }
 
-// Reconcile provisions the claim's SpaceRequest and target.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile provisions the claim's SpaceRequest and target. The reconcile is
+// the span "DeploymentTargetClaim.Reconcile", continuing the trace the binder
+// handed over in the claim's trace-context annotation; the SpaceRequest and
+// the target are created carrying the trace on.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		// A deleted claim's SpaceRequest is the orphan reconciler's business.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindClaim, claim, "")
+	defer func() { tracing.EndReconcile(span, string(claim.Status.Phase), retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", sandbox.ObjectName(claim)))
-	return ctrl.Result{}, sandbox.RunPhases(ctx, &scope{claim: claim}, []phase{
+	s := &scope{claim: claim}
+	err := sandbox.RunPhases(ctx, s, []phase{
 		r.checkWanted,
 		r.checkTarget,
 		r.loadClass,
@@ -167,6 +180,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.checkCredentialsSecret,
 		r.createTarget,
 	})
+	if err != nil && !s.reported && !apierrors.IsConflict(err) {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
+	}
+	return ctrl.Result{}, err
 }
 
 // checkWanted stops unless the claim still waits for a sandbox target: marked
@@ -249,21 +266,30 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 		}
 		spec["targetClusterRoles"] = roles
 	}
+	metadata := map[string]any{
+		"name":      name,
+		"namespace": s.claim.Namespace,
+		"labels": map[string]any{
+			appstudiov1alpha1.ClaimLabel: s.claim.Name,
+			appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
+		},
+	}
+	ctx, span := sandbox.StartSpan(ctx, sandbox.KindClaim, "CreateSpaceRequest", sandbox.AttrSpaceRequest.String(name))
+	// The SpaceRequest controller continues the claim's trace from here: the
+	// trace context goes into the create itself (nothing with tracing off).
+	if annotations := tracing.Inject(ctx, nil); len(annotations) > 0 {
+		metadata["annotations"] = toAny(annotations)
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": toolchainv1alpha1.SchemeGroupVersion.String(),
 		"kind":       "SpaceRequest",
-		"metadata": map[string]any{
-			"name":      name,
-			"namespace": s.claim.Namespace,
-			"labels": map[string]any{
-				appstudiov1alpha1.ClaimLabel: s.claim.Name,
-				appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
-			},
-		},
-		"spec": spec,
+		"metadata":   metadata,
+		"spec":       spec,
 	}}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership); err != nil {
+	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
+	sandbox.EndSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("applying SpaceRequest %s: %w", name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("created SpaceRequest", "tierName", s.params.TierName)
@@ -300,6 +326,7 @@ func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) error
 		msg = fmt.Sprintf("SpaceRequest %s is Ready but its Secret %s does not exist", s.sr.Name, name)
 	}
 	r.Recorder.Eventf(s.claim, s.sr, corev1.EventTypeWarning, EventCredentialsSecretAbsent, "Provision", "%s", msg)
+	s.reported = true
 	// Retried with back-off: nothing this process watches announces it.
 	return errors.New(msg)
 }
@@ -325,17 +352,22 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	name := sandbox.ObjectName(s.claim)
 	access := s.sr.Status.NamespaceAccess[0]
+	ctx, span := sandbox.StartSpan(ctx, sandbox.KindClaim, "CreateDeploymentTarget",
+		sandbox.AttrTarget.String(name), sandbox.AttrSpaceRequest.String(s.sr.Name))
+	// The binder continues the claim's trace from the target: the trace
+	// context goes into the create itself (nothing with tracing off).
+	annotations := tracing.Inject(ctx, map[string]string{
+		appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+		appstudiov1alpha1.SpaceRequestAnnotation:  s.sr.Name,
+	})
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": appstudiov1alpha1.SchemeGroupVersion.String(),
 		"kind":       "DeploymentTarget",
 		"metadata": map[string]any{
-			"name":      name,
-			"namespace": s.claim.Namespace,
-			"annotations": map[string]any{
-				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
-				appstudiov1alpha1.SpaceRequestAnnotation:  s.sr.Name,
-			},
-			"finalizers": []any{appstudiov1alpha1.TargetFinalizer},
+			"name":        name,
+			"namespace":   s.claim.Namespace,
+			"annotations": toAny(annotations),
+			"finalizers":  []any{appstudiov1alpha1.TargetFinalizer},
 		},
 		"spec": map[string]any{
 			"deploymentTargetClassName": s.claim.Spec.DeploymentTargetClassName,
@@ -347,12 +379,23 @@ func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 			},
 		},
 	}}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership); err != nil {
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
+	sandbox.EndSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("created DeploymentTarget", "target", name, "namespace", access.Name)
 	r.Recorder.Eventf(s.claim, nil, corev1.EventTypeNormal, EventTargetCreated, "Provision",
 		"Created DeploymentTarget %s for namespace %s (SpaceRequest %s)", name, access.Name, s.sr.Name)
 	return nil
+}
+
+// toAny converts annotations for an unstructured object.
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

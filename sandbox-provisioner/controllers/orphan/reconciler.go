@@ -24,6 +24,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
 
@@ -31,6 +32,9 @@ import (
 const (
 	EventOrphanDeleted  = "OrphanDeleted"
 	EventOrphanRetained = "OrphanRetained"
+	// EventOrphanCleanupFailed: a reconcile of an orphaned SpaceRequest
+	// failed with an error; it is retried with back-off.
+	EventOrphanCleanupFailed = "OrphanCleanupFailed"
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
@@ -112,8 +116,10 @@ type phase func(ctx context.Context, s *scope) error
 // Stopped reports whether a phase ended the reconcile early.
 func (s *scope) Stopped() bool { return s.stop }
 
-// Reconcile deletes the SpaceRequest if it is an orphan.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile deletes the SpaceRequest if it is an orphan. The reconcile is the
+// span "SpaceRequest.Reconcile", continuing the trace handed over in the
+// SpaceRequest's trace-context annotation.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -121,13 +127,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if sr.Labels[appstudiov1alpha1.ClaimLabel] == "" || !sr.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, sr, "")
+	defer func() { tracing.EndReconcile(span, "", retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", sr.Labels[appstudiov1alpha1.ClaimLabel]))
-	return ctrl.Result{}, sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
+	err := sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
 		r.checkClaim(r.Client),
 		r.checkTarget,
 		r.checkClaim(r.APIReader), // confirm with the API server before deleting
 		r.deleteIfReclaimPolicyDelete,
 	})
+	if err != nil && !apierrors.IsConflict(err) {
+		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
+	}
+	return ctrl.Result{}, err
 }
 
 // checkClaim stops if the SpaceRequest's claim still exists, is not being
@@ -189,7 +201,10 @@ func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) 
 			s.sr.Labels[appstudiov1alpha1.ClaimLabel], className, policy)
 		return nil
 	}
-	if err := r.Client.Delete(ctx, s.sr, client.Preconditions{UID: &s.sr.UID}); client.IgnoreNotFound(err) != nil {
+	spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindSpaceRequest, "DeleteOrphan")
+	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, s.sr, client.Preconditions{UID: &s.sr.UID}))
+	sandbox.EndSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
 	}
 	log.Info("deleted orphaned SpaceRequest", "class", className)

@@ -26,6 +26,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
 
@@ -34,6 +35,10 @@ const (
 	EventDeletingSpaceRequest     = "DeletingSpaceRequest"
 	EventSpaceRequestNotTerminate = "SpaceRequestUnableToTerminate"
 	EventReleased                 = "Released"
+	// EventDeprovisioningFailed: a reconcile of a target failed with an
+	// error (deleting its SpaceRequest, a finalizer write); it is retried
+	// with back-off.
+	EventDeprovisioningFailed = "DeprovisioningFailed"
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
@@ -96,8 +101,10 @@ type phase func(ctx context.Context, s *scope) error
 // Stopped reports whether a phase ended the reconcile early.
 func (s *scope) Stopped() bool { return s.stop }
 
-// Reconcile keeps or releases a provisioned target's finalizer.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile keeps or releases a provisioned target's finalizer. The
+// reconcile is the span "DeploymentTarget.Reconcile", continuing the trace
+// handed over in the target's trace-context annotation.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -105,17 +112,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !sandbox.ProvisionedBySandbox(dt) {
 		return ctrl.Result{}, nil
 	}
+	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
+	defer func() { tracing.EndReconcile(span, string(dt.Status.Phase), retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", spaceRequestName(dt)))
 	s := &scope{dt: dt}
+	var err error
 	if dt.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer})
+		err = sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer})
+	} else {
+		err = sandbox.RunPhases(ctx, s, []phase{
+			r.checkFinalizerPresent,
+			r.deleteSpaceRequest,
+			r.confirmSpaceRequestGone,
+			r.removeFinalizer,
+		})
 	}
-	return ctrl.Result{}, sandbox.RunPhases(ctx, s, []phase{
-		r.checkFinalizerPresent,
-		r.deleteSpaceRequest,
-		r.confirmSpaceRequestGone,
-		r.removeFinalizer,
-	})
+	if err != nil && !apierrors.IsConflict(err) {
+		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventDeprovisioningFailed, "Deprovision", "%v", err)
+	}
+	return ctrl.Result{}, err
 }
 
 // spaceRequestName is the SpaceRequest backing dt: its annotation, else (for
@@ -164,7 +179,10 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	}
 	if sr.DeletionTimestamp.IsZero() {
-		if err := r.Client.Delete(ctx, sr, client.Preconditions{UID: &sr.UID}); client.IgnoreNotFound(err) != nil {
+		spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindTarget, "DeleteSpaceRequest", sandbox.AttrSpaceRequest.String(name))
+		err := client.IgnoreNotFound(r.Client.Delete(spanCtx, sr, client.Preconditions{UID: &sr.UID}))
+		sandbox.EndSpan(span, err)
+		if err != nil {
 			return fmt.Errorf("deleting SpaceRequest %s: %w", name, err)
 		}
 		log.Info("deleting SpaceRequest of deleted target")
@@ -198,9 +216,12 @@ func (r *Reconciler) confirmSpaceRequestGone(ctx context.Context, s *scope) erro
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
-	if err := r.patchFinalizers(ctx, s.dt, func(o client.Object) bool {
+	spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindTarget, "RemoveFinalizer")
+	err := client.IgnoreNotFound(r.patchFinalizers(spanCtx, s.dt, func(o client.Object) bool {
 		return controllerutil.RemoveFinalizer(o, appstudiov1alpha1.TargetFinalizer)
-	}); client.IgnoreNotFound(err) != nil {
+	}))
+	sandbox.EndSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("released target: its SpaceRequest is gone")

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // Defaults of the reconciler's settings.
@@ -56,6 +58,9 @@ const (
 	// clusterRoleRetry is how often the stub looks again at an edit
 	// ClusterRole that grants nothing yet (not the happy path either).
 	clusterRoleRetry = 30 * time.Second
+	// conflictRetry is how soon a status write that found the cache behind
+	// is retried.
+	conflictRetry = 500 * time.Millisecond
 )
 
 // Event reasons.
@@ -137,6 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	registerMetrics()
 
 	managed := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[ManagedByLabel] == ManagedByValue
@@ -183,25 +189,58 @@ type scope struct {
 	skipStatus bool
 	// serviceAccountUID is the UID of the applied ServiceAccount.
 	serviceAccountUID types.UID
+	// gone: the SpaceRequest is gone, or its finalizer was removed (it goes).
+	gone bool
 }
 
 type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 // Reconcile brings a SpaceRequest's namespace, credentials and status in line
-// with its existence.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+// with its existence. The reconcile is the span "SpaceRequest.Reconcile",
+// continuing the trace handed over in the SpaceRequest's trace-context
+// annotation (by the provisioner that created it).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
+		if apierrors.IsNotFound(err) {
+			phases.Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, sr, "")
 	before := sr.Status.DeepCopy()
 	s := &scope{sr: sr}
+	// persisted is the SpaceRequest's phase (its Ready reason) on the API
+	// server after this reconcile, as far as the stub knows.
+	persisted := readyReasonOf(before)
 
+	defer func() {
+		if s.gone {
+			phases.Forget(req.Namespace, req.Name)
+		} else {
+			phases.Phase(req.Namespace, req.Name, persisted)
+		}
+		tracing.EndReconcile(span, persisted, retErr)
+	}()
 	defer func() {
 		if s.skipStatus {
 			return
 		}
-		if err := r.patchStatus(ctx, sr, before); err != nil {
+		err := r.patchStatus(ctx, s, before)
+		switch {
+		case err == nil:
+			if !s.gone {
+				persisted = readyReason(sr)
+			}
+		case apierrors.IsConflict(err):
+			// The cache was behind (see patchStatus): the newer version is
+			// on its way; look again soon.
+			ctrl.LoggerFrom(ctx).V(1).Info("SpaceRequest changed during reconcile, retrying", "error", err.Error())
+			span.AddEvent("conflict")
+			if retErr == nil {
+				res = ctrl.Result{RequeueAfter: conflictRetry}
+			}
+		default:
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -253,22 +292,55 @@ func doReconcile(ctx context.Context, s *scope, phases []phase) (ctrl.Result, er
 }
 
 // patchStatus writes the status computed by this reconcile, if it changed.
-// Only the stub writes SpaceRequest status.
-func (r *Reconciler) patchStatus(ctx context.Context, sr *toolchainv1alpha1.SpaceRequest, before *toolchainv1alpha1.SpaceRequestStatus) error {
+// Only the stub writes SpaceRequest status. The write that turns the
+// SpaceRequest Ready is preconditioned on its resourceVersion: from a stale
+// cache (the stub's own Ready write not seen yet) it fails with a conflict
+// instead of writing Ready again, so the provisioning duration it observes
+// is observed exactly once.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, before *toolchainv1alpha1.SpaceRequestStatus) error {
+	sr := s.sr
 	base := sr.DeepCopy()
 	base.Status = *before
+	turnsReady := !isReady(before) && isReady(&sr.Status)
 	patch := client.MergeFrom(base)
-	data, err := patch.Data(sr)
+	if turnsReady {
+		patch = client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	}
+	data, err := client.MergeFrom(base).Data(sr)
 	if err != nil {
 		return err
 	}
 	if string(data) == "{}" {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, sr, patch); err != nil && !apierrors.IsNotFound(err) {
+	ctx, span := startSpan(ctx, "UpdateStatus", tracing.AttrPhase.String(readyReason(sr)))
+	err = r.Client.Status().Patch(ctx, sr, patch)
+	if apierrors.IsNotFound(err) {
+		endSpan(span, nil)
+		s.gone = true
+		return nil
+	}
+	endSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("patching status of SpaceRequest %s: %w", Key(sr), err)
 	}
+	if turnsReady && len(before.NamespaceAccess) == 0 {
+		// First time Ready (a SpaceRequest that was Ready before keeps its
+		// namespaceAccess while it recovers from a failure).
+		observeProvisioned(sr.CreationTimestamp.Time)
+	}
 	return nil
+}
+
+func isReady(status *toolchainv1alpha1.SpaceRequestStatus) bool {
+	return meta.IsStatusConditionTrue(status.Conditions, toolchainv1alpha1.ConditionReady)
+}
+
+func readyReasonOf(status *toolchainv1alpha1.SpaceRequestStatus) string {
+	if c := meta.FindStatusCondition(status.Conditions, toolchainv1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 func (r *Reconciler) clock() time.Time {
@@ -291,26 +363,36 @@ func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.
 }
 
 func readyReason(sr *toolchainv1alpha1.SpaceRequest) string {
-	if c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady); c != nil {
-		return c.Reason
-	}
-	return ""
+	return readyReasonOf(&sr.Status)
 }
 
 // patchFinalizers writes a finalizer change, failing on a concurrent change
 // of the object so that no other writer's finalizer is lost.
-func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.SpaceRequest, mutate func(client.Object) bool) error {
+// The write is the child span "SpaceRequest.<step>".
+func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.SpaceRequest, step string, mutate func(client.Object) bool) error {
 	base := sr.DeepCopy()
 	if !mutate(sr) {
 		return nil
 	}
-	return r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	ctx, span := startSpan(ctx, step)
+	err := r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	endSpan(span, client.IgnoreNotFound(err))
+	return err
+}
+
+// apply is a server-side apply of the stub's field manager, as the child
+// span "SpaceRequest.<step>".
+func (r *Reconciler) apply(ctx context.Context, step, namespace string, obj runtime.ApplyConfiguration) error {
+	ctx, span := startSpan(ctx, step, attrNamespace.String(namespace))
+	err := r.Client.Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+	endSpan(span, err)
+	return err
 }
 
 // --- provisioning phases ---
 
 func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	err := r.patchFinalizers(ctx, s.sr, func(o client.Object) bool {
+	err := r.patchFinalizers(ctx, s.sr, "AddFinalizer", func(o client.Object) bool {
 		return controllerutil.AddFinalizer(o, toolchainv1alpha1.Finalizer)
 	})
 	if err != nil {
@@ -389,7 +471,7 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 	ns := corev1ac.Namespace(name).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
-	if err := r.Client.Apply(ctx, ns, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.apply(ctx, "ApplyNamespace", name, ns); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying namespace %s: %w", name, err)
 	}
 	if apierrors.IsNotFound(err) {
@@ -409,7 +491,7 @@ func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Re
 	sa := corev1ac.ServiceAccount(ServiceAccountName, ns).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
-	if err := r.Client.Apply(ctx, sa, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.apply(ctx, "ApplyServiceAccount", ns, sa); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
 	}
 	s.serviceAccountUID = ptr.Deref(sa.UID, "")
@@ -432,7 +514,7 @@ func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Resul
 			WithKind(rbacv1.ServiceAccountKind).
 			WithName(ServiceAccountName).
 			WithNamespace(ns))
-	if err := r.Client.Apply(ctx, rb, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.apply(ctx, "ApplyRoleBinding", ns, rb); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying RoleBinding %s/%s: %w", ns, RoleBindingName, err)
 	}
 	return ctrl.Result{}, nil
@@ -442,7 +524,6 @@ func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Resul
 // there is none yet, when it is due for refresh, or when anything it was
 // built from changed. Otherwise it only schedules the next refresh.
 func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	ns := NamespaceName(s.sr)
 	name := SecretName(s.sr)
 	credHash := hashOf(r.TargetClusterURL, string(r.CAData), fmt.Sprint(r.Insecure), ns, ServiceAccountName, string(s.serviceAccountUID))
@@ -465,6 +546,16 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 		}
 	}
 
+	ctx, span := startSpan(ctx, "IssueCredentials", attrNamespace.String(ns))
+	res, err := r.issueCredentials(ctx, s, ns, name, credHash, now)
+	endSpan(span, err)
+	return res, err
+}
+
+// issueCredentials requests a token for the namespace's ServiceAccount and
+// writes the kubeconfig Secret.
+func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, credHash string, now time.Time) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
 	tr := &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(r.TokenExpiration / time.Second))},
 	}
@@ -578,7 +669,10 @@ func (r *Reconciler) deleteSecret(ctx context.Context, s *scope) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
 	}
-	if err := r.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+	spanCtx, span := startSpan(ctx, "DeleteSecret")
+	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, secret, client.Preconditions{UID: &secret.UID}))
+	endSpan(span, err)
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting Secret %s/%s: %w", s.sr.Namespace, name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted kubeconfig Secret", "secret", name)
@@ -601,7 +695,10 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	if ns.DeletionTimestamp.IsZero() {
-		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+		spanCtx, span := startSpan(ctx, "DeleteNamespace", attrNamespace.String(name))
+		err := client.IgnoreNotFound(r.Client.Delete(spanCtx, ns, client.Preconditions{UID: &ns.UID}))
+		endSpan(span, err)
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting namespace %s: %w", name, err)
 		}
 		log.Info("deleting namespace", "namespace", name)
@@ -622,13 +719,13 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	err := r.patchFinalizers(ctx, s.sr, func(o client.Object) bool {
+	err := r.patchFinalizers(ctx, s.sr, "RemoveFinalizer", func(o client.Object) bool {
 		return controllerutil.RemoveFinalizer(o, toolchainv1alpha1.Finalizer)
 	})
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
-	s.skipStatus = true
+	s.skipStatus, s.gone = true, true
 	ctrl.LoggerFrom(ctx).Info("terminated", "namespace", NamespaceName(s.sr))
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventTerminated, "Terminate",
 		"Namespace %s is gone; released the SpaceRequest", NamespaceName(s.sr))

@@ -1,0 +1,327 @@
+package lib_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/testutil"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// Tracing is process-global (tracing.Install); the tests of this package run
+// one at a time, and the ones below look only at their own namespace.
+
+func installRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		tracing.Install(nil)
+		_ = tp.Shutdown(context.Background())
+	})
+	return tp, rec
+}
+
+func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
+	for _, kv := range s.Attributes() {
+		if kv.Key == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// reconcileSpans returns the deployer's reconcile spans of one item.
+func reconcileSpans(rec *tracetest.SpanRecorder, ns, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "DeployItem.Reconcile" && spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrName) == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// handOver does what the execution controller does: reconcile-time (with
+// milliseconds) and the extra annotations in one write, then status.jobID.
+func handOver(g *WithT, di *lsv1alpha1.DeployItem, job string, annotations map[string]string) {
+	ctx := context.Background()
+	cur := get(g, di)()
+	g.Expect(testutil.Update(ctx, env.Client, cur, func(cur *lsv1alpha1.DeployItem) {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		for k, v := range annotations {
+			cur.Annotations[k] = v
+		}
+	})).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Status.JobID = job
+	g.Expect(env.Client.Status().Patch(ctx, cur, patch, client.FieldOwner("execution-controller"))).To(Succeed())
+}
+
+func metricFamily(g *WithT, name string) *dto.MetricFamily {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf
+		}
+	}
+	return nil
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}
+
+func pickups(g *WithT, deployer string) uint64 {
+	for _, m := range metricFamily(g, "terrace_deployitem_pickup_latency_seconds").GetMetric() {
+		if labelsOf(m)["deployer"] == deployer {
+			return m.GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+func jobCounter(g *WithT, name, result string) float64 {
+	for _, m := range metricFamily(g, name).GetMetric() {
+		l := labelsOf(m)
+		if l["kind"] == lib.Kind && (result == "" || l["result"] == result) {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// phaseSeries lists the terrace_object_phase series of the namespace.
+func phaseSeries(g *WithT, ns string) []string {
+	var out []string
+	for _, m := range metricFamily(g, "terrace_object_phase").GetMetric() {
+		if l := labelsOf(m); l["namespace"] == ns {
+			out = append(out, fmt.Sprintf("%s %s %s", l["kind"], l["name"], l["phase"]))
+		}
+	}
+	return out
+}
+
+func itemEvents(g *WithT, ns, name string) []string {
+	list := &corev1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e.Type+" "+e.Reason)
+		}
+	}
+	return out
+}
+
+// The deployer continues the trace the execution handed over with the job:
+// its reconcile spans are children of the hand-over span, its work is a
+// DeployItem.Apply span, and it leaves the annotation as it was handed.
+func TestHandedOverTraceIsContinued(t *testing.T) {
+	tp, rec := installRecorder(t)
+	ns, g := setup(t, nil)
+	ctx := context.Background()
+	di := newItem(ns, "handed")
+	di.Labels = map[string]string{lsv1alpha1.ManagedByExecutionLabel: "exec"}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+
+	// The execution controller's span that hands the job over.
+	hctx, handing := tp.Tracer("test").Start(ctx, "Execution.Progressing")
+	annotation := tracing.Inject(hctx, nil)[tracing.TraceContextAnnotation]
+	handing.End()
+	g.Expect(annotation).NotTo(BeEmpty())
+	beforePickups := pickups(g, "recorder")
+	handOver(g, di, "job-1", map[string]string{tracing.TraceContextAnnotation: annotation})
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+
+	traceID, parent := handing.SpanContext().TraceID(), handing.SpanContext().SpanID()
+	g.Eventually(func(g Gomega) {
+		var started, applied bool
+		reconciles := map[string]bool{}
+		for _, s := range reconcileSpans(rec, ns, "handed") {
+			if spanAttr(s, tracing.AttrJobID) != "job-1" {
+				continue
+			}
+			g.Expect(s.SpanContext().TraceID()).To(Equal(traceID))
+			g.Expect(s.Parent().SpanID()).To(Equal(parent), "every reconcile of the job is a child of the hand-over span")
+			g.Expect(spanAttr(s, "deployer")).To(Equal("recorder"))
+			g.Expect(spanAttr(s, tracing.AttrKind)).To(Equal(lib.Kind))
+			started = started || spanAttr(s, tracing.AttrPhase) == string(lsv1alpha1.PhaseInit)
+			reconciles[s.SpanContext().SpanID().String()] = true
+		}
+		for _, s := range rec.Ended() {
+			if s.Name() == "DeployItem.Apply" && reconciles[s.Parent().SpanID().String()] {
+				applied = true
+				g.Expect(spanAttr(s, "deployer")).To(Equal("recorder"))
+			}
+		}
+		g.Expect(started).To(BeTrue(), "the reconcile that started the job")
+		g.Expect(applied).To(BeTrue(), "the deployer's work in a child span")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(get(g, di)().Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, annotation))
+	g.Expect(pickups(g, "recorder")).To(Equal(beforePickups+1), "one pickup measured")
+}
+
+// A job the deployer starts itself (here: a new generation of an item no
+// execution manages) is a trace of its own: the reconcile that starts it is
+// the root, and the item carries it for the reconciles that follow.
+func TestOwnJobIsATraceOfItsOwn(t *testing.T) {
+	_, rec := installRecorder(t)
+	ns, g := setup(t, nil)
+	di := newItem(ns, "own")
+	g.Expect(env.Client.Create(context.Background(), di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	cur := get(g, di)()
+	job := cur.Status.JobID
+	annotation := cur.Annotations[tracing.TraceContextAnnotation]
+	g.Expect(annotation).NotTo(BeEmpty())
+
+	g.Eventually(func(g Gomega) {
+		var root sdktrace.ReadOnlySpan
+		n := 0
+		for _, s := range reconcileSpans(rec, ns, "own") {
+			if spanAttr(s, tracing.AttrJobID) != job {
+				continue
+			}
+			n++
+			if !s.Parent().IsValid() {
+				g.Expect(root).To(BeNil(), "one root")
+				root = s
+			}
+		}
+		g.Expect(root).NotTo(BeNil())
+		g.Expect(n).To(BeNumerically(">=", 2))
+		g.Expect(annotation).To(ContainSubstring(root.SpanContext().TraceID().String() + "-" + root.SpanContext().SpanID().String()))
+		for _, s := range reconcileSpans(rec, ns, "own") {
+			if spanAttr(s, tracing.AttrJobID) == job {
+				g.Expect(s.SpanContext().TraceID()).To(Equal(root.SpanContext().TraceID()))
+			}
+		}
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// With tracing off the deployer never writes the annotation: not for jobs it
+// starts itself, not for a job handed over.
+func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
+	tracing.Install(nil)
+	ns, g := setup(t, nil)
+	ctx := context.Background()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &lsv1alpha1.DeployItemList{}, client.InNamespace(ns))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var seen, annotated []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if di, ok := ev.Object.(*lsv1alpha1.DeployItem); ok {
+				mu.Lock()
+				seen = append(seen, string(ev.Type)+" "+di.Name)
+				if _, ok := di.Annotations[tracing.TraceContextAnnotation]; ok {
+					annotated = append(annotated, di.Name)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
+	own := newItem(ns, "own")
+	g.Expect(env.Client.Create(ctx, own)).To(Succeed())
+	g.Eventually(get(g, own), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	annotate(g, own, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	first := get(g, own)().Status.JobID
+	g.Eventually(get(g, own), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished(),
+		WithTransform(func(d *lsv1alpha1.DeployItem) string { return d.Status.JobID }, Not(Equal(first)))))
+	handed := newItem(ns, "handed")
+	handed.Labels = map[string]string{lsv1alpha1.ManagedByExecutionLabel: "exec"}
+	g.Expect(env.Client.Create(ctx, handed)).To(Succeed())
+	handOver(g, handed, "job-1", nil)
+	g.Eventually(get(g, handed), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	g.Expect(env.Client.Delete(ctx, own)).To(Succeed())
+	g.Eventually(func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}, timeout, interval).Should(ContainElement(string(watch.Deleted) + " own"))
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(annotated).To(BeEmpty())
+}
+
+// Job metrics: a job started and finished is counted (kind DeployItem), the
+// item's phase series shows its phase and goes with the item.
+func TestJobMetricsAndPhaseSeries(t *testing.T) {
+	tracing.Install(nil)
+	ns, g := setup(t, nil)
+	ctx := context.Background()
+	startedBefore := jobCounter(g, "terrace_jobs_started_total", "")
+	finishedBefore := jobCounter(g, "terrace_jobs_finished_total", string(lsv1alpha1.PhaseSucceeded))
+	di := newItem(ns, "counted")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	g.Eventually(func() float64 { return jobCounter(g, "terrace_jobs_started_total", "") }, timeout, interval).
+		Should(BeNumerically(">=", startedBefore+1))
+	g.Eventually(func() float64 { return jobCounter(g, "terrace_jobs_finished_total", string(lsv1alpha1.PhaseSucceeded)) }, timeout, interval).
+		Should(BeNumerically(">=", finishedBefore+1))
+	g.Eventually(func() []string { return phaseSeries(g, ns) }, timeout, interval).Should(ConsistOf("DeployItem counted Succeeded"))
+	n, err := promtestutil.GatherAndCount(ctrlmetrics.Registry, "terrace_job_duration_seconds")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(BeNumerically(">=", 1))
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}))
+	}, timeout, interval).Should(BeTrue())
+	g.Eventually(func() []string { return phaseSeries(g, ns) }, timeout, interval).Should(BeEmpty())
+	g.Eventually(func() []string { return itemEvents(g, ns, "counted") }, timeout, interval).Should(ContainElement("Normal Deleted"))
+}
+
+// Events: a success is JobStarted then Succeeded, once each; a failure names
+// its cause (the lastError reason) and the transition (Failed).
+func TestEventsOnTransitions(t *testing.T) {
+	ns, g := setup(t, nil)
+	ctx := context.Background()
+	ok := newItem(ns, "ok")
+	g.Expect(env.Client.Create(ctx, ok)).To(Succeed())
+	g.Eventually(get(g, ok), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+	g.Eventually(func() []string { return itemEvents(g, ns, "ok") }, timeout, interval).
+		Should(ConsistOf("Normal JobStarted", "Normal Succeeded"))
+
+	bad, _ := setup(t, &behaviour{fail: lib.ConfigError("BadThing", "spec.config.thing: is bad")})
+	di := newItem(bad, "bad")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished()))
+	g.Eventually(func() []string { return itemEvents(g, bad, "bad") }, timeout, interval).
+		Should(ConsistOf("Normal JobStarted", "Warning BadThing", "Warning Failed"))
+	for _, e := range itemEvents(g, bad, "bad") {
+		g.Expect(strings.Count(strings.Join(itemEvents(g, bad, "bad"), "\n"), e)).To(Equal(1), e)
+	}
+}

@@ -1,0 +1,506 @@
+package binder_test
+
+// Tracing, metrics and events of the binder.
+//
+// The tracer provider is process-global (tracing.Install): the tests here
+// that install an in-memory one restore "tracing off" when they end, and no
+// test of this package runs in parallel with another (none calls t.Parallel;
+// each test's binder is stopped when the test ends), so they cannot see or
+// change another test's spans.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/dt-binder/claim"
+	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// installRecorder turns tracing on with an in-memory span recorder until the
+// test ends.
+func installRecorder(t *testing.T) *tracetest.SpanRecorder {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		tracing.Install(nil)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec
+}
+
+// traceContext is the span context handed over in annotations.
+func traceContext(annotations map[string]string) trace.SpanContext {
+	return trace.SpanContextFromContext(tracing.Extract(context.Background(), annotations))
+}
+
+// spansOf returns the ended spans of trace id.
+func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// spanByID finds the span with id among spans.
+func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
+	for _, s := range spans {
+		if s.SpanContext().SpanID() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// expectParentsPresent: every span of the trace but its root has its parent
+// in the trace, and there is exactly one root.
+func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
+	roots := 0
+	for _, s := range spans {
+		if !s.Parent().IsValid() {
+			roots++
+			continue
+		}
+		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
+			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
+	}
+	g.Expect(roots).To(Equal(1), "one root span")
+}
+
+func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, a := range s.Attributes() {
+		if string(a.Key) == key {
+			return a.Value.String()
+		}
+	}
+	return ""
+}
+
+// spanNames lists the names of spans whose parent is parent.
+func childNames(spans []sdktrace.ReadOnlySpan, parent trace.SpanID) []string {
+	var names []string
+	for _, s := range spans {
+		if s.Parent().SpanID() == parent {
+			names = append(names, s.Name())
+		}
+	}
+	return names
+}
+
+// inNamespace gathers the series of controller-runtime's registry whose
+// namespace label is ns (kit/metrics' per-object series carry it).
+func inNamespace(ns string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := ctrlmetrics.Registry.Gather()
+		var out []*dto.MetricFamily
+		for _, mf := range mfs {
+			var keep []*dto.Metric
+			for _, m := range mf.GetMetric() {
+				if labelValue(m, "namespace") == ns {
+					keep = append(keep, m)
+				}
+			}
+			if len(keep) > 0 {
+				mf.Metric = keep
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// objectPhase returns the phases of the per-object phase gauge of one object
+// whose value is 1.
+func objectPhase(g Gomega, ns, kind, name string) []string {
+	mfs, err := inNamespace(ns).Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var phases []string
+	for _, mf := range mfs {
+		if mf.GetName() != "terrace_object_phase" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelValue(m, "kind") == kind && labelValue(m, "name") == name && m.GetGauge().GetValue() == 1 {
+				phases = append(phases, labelValue(m, "phase"))
+			}
+		}
+	}
+	return phases
+}
+
+// bindCount is the number of bind latencies observed for mode.
+func bindCount(t *testing.T, mode string) uint64 {
+	t.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != observability.BindDurationName {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelValue(m, "mode") == mode {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+// events lists "<type>/<reason>" of the events regarding the object named name.
+func events(g Gomega, ns, name string) []string {
+	var evs eventsv1.EventList
+	g.Expect(env.Client.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+// TestTracingDynamicProvisioning: the binder's first write on a claim (the
+// finalizer and the dt-provisioner mark) carries the trace context of its
+// reconcile span, which is the root of the claim's trace. Playing the
+// provisioner, a target is created continuing that trace; the binder's
+// target and claim reconciles continue it again, so one trace covers the
+// whole provisioning with every parent link intact. The bind latency is
+// observed once (mode dynamic), the per-object phase series follow the
+// objects and go with them, and Events mark each step.
+func TestTracingDynamicProvisioning(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	startBinder(t, binder.Options{}, ns)
+	dynamicBefore := bindCount(t, observability.ModeDynamic)
+
+	create(t, newClaim(ns, "c", class.Name, ""))
+	c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+	g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))
+	g.Expect(c.Annotations).To(HaveKey(tracing.TraceContextAnnotation))
+	handedOver := c.Annotations[tracing.TraceContextAnnotation]
+	root := traceContext(c.Annotations)
+	g.Expect(root.IsValid()).To(BeTrue(), "annotation %q", handedOver)
+
+	// The annotation names the binder's first reconcile of the claim: the
+	// root of the trace.
+	g.Eventually(func(g Gomega) {
+		s := spanByID(spansOf(rec, root.TraceID()), root.SpanID())
+		g.Expect(s).NotTo(BeNil())
+		g.Expect(s.Name()).To(Equal("DeploymentTargetClaim.Reconcile"))
+		g.Expect(s.Parent().IsValid()).To(BeFalse(), "the binder starts the claim's trace")
+		g.Expect(s.InstrumentationScope().Name).To(Equal(observability.TracerName))
+		g.Expect(spanAttr(s, "terrace.name")).To(Equal("c"))
+		g.Expect(spanAttr(s, "k8s.namespace.name")).To(Equal(ns))
+		g.Expect(spanAttr(s, "terrace.kind")).To(Equal("DeploymentTargetClaim"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// Play the provisioner: it continues the claim's trace and creates the
+	// target with the trace context in the same create.
+	pctx, pspan := otel.Tracer("test/sandbox-provisioner").Start(tracing.Extract(ctx, c.Annotations), "DeploymentTargetClaim.CreateDeploymentTarget")
+	dt := newTarget(ns, "provisioned", class.Name, "c", "test.terrace.dev/keep")
+	dt.Annotations = tracing.Inject(pctx, map[string]string{appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner})
+	create(t, dt)
+	pspan.End()
+	targetTrace := dt.Annotations[tracing.TraceContextAnnotation]
+	g.Expect(traceContext(dt.Annotations).SpanID()).To(Equal(pspan.SpanContext().SpanID()))
+
+	eventuallyTarget(t, ns, "provisioned", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
+	c = eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	g.Expect(c.Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, handedOver), "the claim's trace context is written once")
+	g.Expect(getTarget(g, ns, "provisioned").Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, targetTrace),
+		"the binder does not rewrite a provisioned target's trace context")
+
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, root.TraceID())
+		expectParentsPresent(g, spans)
+		var targetBound, claimBound bool
+		for _, s := range spans {
+			switch {
+			case s.Name() == "DeploymentTarget.Reconcile" && spanAttr(s, "terrace.phase") == "Bound":
+				// The target's reconcile continues the provisioner's span.
+				g.Expect(s.Parent().SpanID()).To(Equal(pspan.SpanContext().SpanID()))
+				g.Expect(s.Parent().IsRemote()).To(BeTrue())
+				targetBound = true
+			case s.Name() == "DeploymentTargetClaim.Reconcile" && spanAttr(s, "terrace.phase") == "Bound":
+				claimBound = claimBound || slices.Contains(childNames(spans, s.SpanContext().SpanID()), "DeploymentTargetClaim.PatchStatus")
+				if s.SpanContext().SpanID() != root.SpanID() {
+					// Later reconciles continue the claim's trace from its annotation.
+					g.Expect(s.Parent().SpanID()).To(Equal(root.SpanID()))
+				}
+			}
+		}
+		g.Expect(targetBound).To(BeTrue(), "a target reconcile that ended Bound")
+		g.Expect(claimBound).To(BeTrue(), "a claim reconcile that wrote Bound")
+		// The root reconcile added the finalizer (and with it the annotation).
+		g.Expect(childNames(spans, root.SpanID())).To(ContainElement("DeploymentTargetClaim.AddFinalizer"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// Metrics: bound once (dynamic), and the per-object phase gauges.
+	g.Eventually(func() uint64 { return bindCount(t, observability.ModeDynamic) }).
+		WithTimeout(timeout).WithPolling(poll).Should(Equal(dynamicBefore + 1))
+	g.Eventually(func(g Gomega) {
+		g.Expect(objectPhase(g, ns, observability.KindClaim, "c")).To(Equal([]string{"Bound"}))
+		g.Expect(objectPhase(g, ns, observability.KindTarget, "provisioned")).To(Equal([]string{"Bound"}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// Events, with filterable reasons.
+	g.Eventually(func(g Gomega) {
+		g.Expect(events(g, ns, "c")).To(ContainElements(
+			"Normal/"+claim.EventProvisioningRequested, "Normal/"+appstudiov1alpha1.BindReasonProvisioning,
+			"Normal/"+appstudiov1alpha1.BindReasonBound))
+		g.Expect(events(g, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonBound))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// More reconciles of the bound claim (a label change) observe nothing again.
+	patchLabel(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	g.Consistently(func() uint64 { return bindCount(t, observability.ModeDynamic) }).
+		WithTimeout(consistency).WithPolling(poll).Should(Equal(dynamicBefore + 1))
+
+	// Deletion (reclaimPolicy Delete): the target is deleted; once it goes,
+	// so does the claim, and with them their per-object series.
+	g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTarget(g, ns, "provisioned").DeletionTimestamp).NotTo(BeNil())
+		// No SpaceRequest backs this target: its Terminating condition says so.
+		g.Expect(events(g, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TerminatingReasonSpaceRequestGone))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	removeFinalizer(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "provisioned"}}, "test.terrace.dev/keep")
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	g.Eventually(func() (int, error) {
+		return testutil.GatherAndCount(inNamespace(ns), "terrace_object_phase")
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "per-object series of deleted objects are deleted")
+}
+
+// patchLabel adds a label to obj, which makes its controllers reconcile it.
+func patchLabel(t *testing.T, obj client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["test.terrace.dev/touched"] = "true"
+		obj.SetLabels(labels)
+		return env.Client.Patch(context.Background(), obj, client.MergeFrom(base))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestTracingStaticBinding: a static binding hands the claim's trace over to
+// the target in the claimRef write itself, so the target's reconcile (which
+// reports it Bound) is part of the claim's trace. The bind latency is
+// observed once with mode static.
+func TestTracingStaticBinding(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+	startBinder(t, binder.Options{}, ns)
+	staticBefore := bindCount(t, observability.ModeStatic)
+
+	create(t, newTarget(ns, "wanted", class.Name, ""))
+	eventuallyTarget(t, ns, "wanted", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+	create(t, newClaim(ns, "c", class.Name, "wanted"))
+	c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	dt := eventuallyTarget(t, ns, "wanted", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
+
+	root := traceContext(c.Annotations)
+	g.Expect(root.IsValid()).To(BeTrue())
+	claimed := traceContext(dt.Annotations)
+	g.Expect(claimed.TraceID()).To(Equal(root.TraceID()), "the target carries the claim's trace")
+
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, root.TraceID())
+		expectParentsPresent(g, spans)
+		ct := spanByID(spans, claimed.SpanID())
+		g.Expect(ct).NotTo(BeNil())
+		g.Expect(ct.Name()).To(Equal("DeploymentTargetClaim.ClaimTarget"))
+		g.Expect(spanAttr(ct, "terrace.target")).To(Equal("wanted"))
+		var targetBound bool
+		for _, s := range spans {
+			if s.Name() == "DeploymentTarget.Reconcile" && spanAttr(s, "terrace.phase") == "Bound" {
+				g.Expect(s.Parent().SpanID()).To(Equal(claimed.SpanID()))
+				targetBound = true
+			}
+		}
+		g.Expect(targetBound).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Eventually(func() uint64 { return bindCount(t, observability.ModeStatic) }).
+		WithTimeout(timeout).WithPolling(poll).Should(Equal(staticBefore + 1))
+	g.Eventually(func(g Gomega) []string { return events(g, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
+		Should(ContainElements("Normal/"+claim.EventTargetClaimed, "Normal/"+appstudiov1alpha1.BindReasonBound))
+
+	// Retain: the claim goes, the target is Released and stays; the claim's
+	// series goes, the target's follows it to Released.
+	g.Expect(env.Client.Delete(context.Background(), c)).To(Succeed())
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	eventuallyTarget(t, ns, "wanted", appstudiov1alpha1.DeploymentTargetPhaseReleased, "")
+	g.Eventually(func(g Gomega) {
+		g.Expect(objectPhase(g, ns, observability.KindClaim, "c")).To(BeEmpty())
+		g.Expect(objectPhase(g, ns, observability.KindTarget, "wanted")).To(Equal([]string{"Released"}))
+		g.Expect(events(g, ns, "wanted")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonReleased))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestRefusalEvents: a binding the binder refuses is a Warning event with the
+// condition's reason, emitted once per transition.
+func TestRefusalEvents(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	other := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	startBinder(t, binder.Options{}, ns)
+
+	create(t, newTarget(ns, "foreign", other.Name, ""), newClaim(ns, "wants-foreign", class.Name, "foreign"))
+	eventuallyClaim(t, ns, "wants-foreign", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonClassMismatch)
+	g.Eventually(func(g Gomega) []string { return events(g, ns, "wants-foreign") }).WithTimeout(timeout).WithPolling(poll).
+		Should(ContainElement("Warning/" + appstudiov1alpha1.BindReasonClassMismatch))
+	// More reconciles (a label change) emit no second event.
+	patchLabel(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wants-foreign"}})
+	g.Consistently(func(g Gomega) {
+		var n int
+		for _, e := range events(g, ns, "wants-foreign") {
+			if e == "Warning/"+appstudiov1alpha1.BindReasonClassMismatch {
+				n++
+			}
+		}
+		g.Expect(n).To(Equal(1))
+	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return objectPhase(g, ns, observability.KindClaim, "wants-foreign") }).
+		WithTimeout(timeout).WithPolling(poll).Should(Equal([]string{"Pending"}))
+}
+
+// annotationWatch watches claims and targets in ns and records every version
+// of them that carried the trace-context annotation.
+type annotationWatch struct {
+	mu      sync.Mutex
+	seen    int
+	deleted []string
+	tracing []string
+}
+
+func watchAnnotations(t *testing.T, ns string) *annotationWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	aw := &annotationWatch{}
+	var wg sync.WaitGroup
+	for _, list := range []client.ObjectList{&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error || ev.Type == watch.Bookmark {
+					continue
+				}
+				obj, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				aw.mu.Lock()
+				aw.seen++
+				if ev.Type == watch.Deleted {
+					aw.deleted = append(aw.deleted, obj.GetName())
+				}
+				if _, has := obj.GetAnnotations()[tracing.TraceContextAnnotation]; has {
+					aw.tracing = append(aw.tracing, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
+				}
+				aw.mu.Unlock()
+			}
+		})
+		t.Cleanup(w.Stop)
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return aw
+}
+
+func (aw *annotationWatch) result() (seen int, deleted, withTracing []string) {
+	aw.mu.Lock()
+	defer aw.mu.Unlock()
+	return aw.seen, append([]string(nil), aw.deleted...), append([]string(nil), aw.tracing...)
+}
+
+// TestTracingOffWritesNoAnnotation: with tracing off, no version of any
+// claim or target the binder writes ever carries the trace-context
+// annotation, through dynamic provisioning, static binding and deletion.
+func TestTracingOffWritesNoAnnotation(t *testing.T) {
+	tracing.Install(nil)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	aw := watchAnnotations(t, ns)
+	startBinder(t, binder.Options{}, ns)
+
+	// Dynamic provisioning (playing the provisioner) and static binding.
+	create(t, newClaim(ns, "dynamic", class.Name, ""))
+	eventuallyClaim(t, ns, "dynamic", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+	dt := newTarget(ns, "provisioned", class.Name, "dynamic")
+	dt.Annotations = map[string]string{appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner}
+	create(t, dt, newTarget(ns, "static", class.Name, ""), newClaim(ns, "static", class.Name, "static"))
+	eventuallyClaim(t, ns, "dynamic", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	eventuallyClaim(t, ns, "static", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+
+	// Deletion.
+	for _, name := range []string{"dynamic", "static"} {
+		g.Expect(env.Client.Delete(ctx, getClaim(g, ns, name))).To(Succeed())
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	}
+	var claims appstudiov1alpha1.DeploymentTargetClaimList
+	g.Expect(env.Client.List(ctx, &claims, client.InNamespace(ns))).To(Succeed())
+	g.Expect(claims.Items).To(BeEmpty())
+
+	// The watches saw everything up to the claims' deletion (the last writes).
+	g.Eventually(func() []string { _, deleted, _ := aw.result(); return deleted }).WithTimeout(timeout).WithPolling(poll).
+		Should(ContainElements("dynamic", "static"))
+	seen, _, withTracing := aw.result()
+	g.Expect(seen).To(BeNumerically(">=", 10), "the watches saw the objects' versions")
+	g.Expect(withTracing).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
+}

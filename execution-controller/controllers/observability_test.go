@@ -1,0 +1,331 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// Tracing is process-global (tracing.Install): the tests of this package
+// run one at a time, each with its own manager, and tracing is switched on
+// before a test's manager starts and off after it stopped.
+
+func installRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tracing.Install(tp)
+	// Registered before startManager: cleanups run in reverse, so the
+	// manager has stopped when tracing goes off.
+	t.Cleanup(func() {
+		tracing.Install(nil)
+		_ = tp.Shutdown(context.Background())
+	})
+	return tp, rec
+}
+
+func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
+	for _, kv := range s.Attributes() {
+		if kv.Key == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// parentsPresent reports spans of the trace whose parent is not in it
+// (other than the trace's root, or a parent in the allowed set).
+func parentsMissing(spans []sdktrace.ReadOnlySpan, traceID trace.TraceID, allowed ...trace.SpanID) []string {
+	ids := map[trace.SpanID]bool{}
+	for _, id := range allowed {
+		ids[id] = true
+	}
+	for _, s := range spans {
+		if s.SpanContext().TraceID() == traceID {
+			ids[s.SpanContext().SpanID()] = true
+		}
+	}
+	var missing []string
+	for _, s := range spans {
+		if s.SpanContext().TraceID() == traceID && s.Parent().IsValid() && !ids[s.Parent().SpanID()] {
+			missing = append(missing, s.Name())
+		}
+	}
+	return missing
+}
+
+// A root execution's job is a trace of its own: the reconcile that started
+// it is the root, the execution keeps it in its annotation, the items are
+// handed it with the job, and the deployer's spans join it.
+func TestRootExecutionJobIsOneTrace(t *testing.T) {
+	_, rec := installRecorder(t)
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	exec := newExecution(ns, "traced", mockItem("a", mockv1alpha1.ProviderConfiguration{}), mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	job := done.Status.JobID
+
+	var root sdktrace.ReadOnlySpan
+	g.Eventually(func(g Gomega) {
+		root = nil
+		spans := rec.Ended()
+		for _, s := range spans {
+			if s.Name() == "Execution.Reconcile" && spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == job && !s.Parent().IsValid() {
+				g.Expect(root).To(BeNil(), "one root")
+				root = s
+			}
+		}
+		g.Expect(root).NotTo(BeNil())
+		traceID := root.SpanContext().TraceID()
+		kinds := map[string]bool{}
+		for _, s := range spans {
+			if spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == job {
+				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), spanAttr(s, tracing.AttrName))
+				kinds[spanAttr(s, tracing.AttrKind)+"/"+spanAttr(s, tracing.AttrName)] = true
+			}
+		}
+		g.Expect(kinds).To(HaveKey("Execution/traced"))
+		g.Expect(kinds).To(HaveKey("DeployItem/traced-a"))
+		g.Expect(kinds).To(HaveKey("DeployItem/traced-b"))
+		g.Expect(parentsMissing(spans, traceID)).To(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	want := root.SpanContext().TraceID().String()
+	g.Expect(done.Annotations[tracing.TraceContextAnnotation]).To(ContainSubstring(want + "-" + root.SpanContext().SpanID().String()))
+	for _, item := range []string{"a", "b"} {
+		g.Expect(getItem(g, ns, "traced", item).Annotations[tracing.TraceContextAnnotation]).To(ContainSubstring(want), item)
+	}
+}
+
+// An execution handed a job (by its installation) continues the trace
+// handed with it, keeps the annotation as handed, and hands it on.
+func TestHandedOverTraceIsContinued(t *testing.T) {
+	tp, rec := installRecorder(t)
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	exec := newExecution(ns, "owned", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	exec.Annotations = nil
+	exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: "root"}
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+
+	// What the installation controller does: the trace context, then the job.
+	hctx, handing := tp.Tracer("test").Start(ctx, "Installation.ObjectsCreated")
+	annotation := tracing.Inject(hctx, nil)[tracing.TraceContextAnnotation]
+	handing.End()
+	cur := getExec(g, exec)
+	p := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations = map[string]string{tracing.TraceContextAnnotation: annotation}
+	g.Expect(env.Client.Patch(ctx, cur, p)).To(Succeed())
+	cur.Status.JobID = "job-from-installation"
+	g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(done.Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, annotation))
+
+	traceID := handing.SpanContext().TraceID()
+	g.Eventually(func(g Gomega) {
+		spans := rec.Ended()
+		n := 0
+		for _, s := range spans {
+			if spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == "job-from-installation" {
+				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), spanAttr(s, tracing.AttrName))
+				if s.Name() == "Execution.Reconcile" {
+					g.Expect(s.Parent().SpanID()).To(Equal(handing.SpanContext().SpanID()))
+				}
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically(">=", 3))
+		g.Expect(parentsMissing(spans, traceID)).To(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(getItem(g, ns, "owned", "a").Annotations[tracing.TraceContextAnnotation]).To(ContainSubstring(traceID.String()))
+}
+
+// With tracing off neither executions nor their items ever carry the
+// trace-context annotation, through a job and the deletion.
+func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
+	tracing.Install(nil)
+	ns := newNamespace(t)
+	g := NewWithT(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	var seen, annotated []string
+	for _, list := range []client.ObjectList{&lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(w.Stop)
+		go func() {
+			for ev := range w.ResultChan() {
+				if obj, ok := ev.Object.(client.Object); ok {
+					mu.Lock()
+					seen = append(seen, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
+					if _, ok := obj.GetAnnotations()[tracing.TraceContextAnnotation]; ok {
+						annotated = append(annotated, obj.GetName())
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	startManager(t, ns, testOptions())
+	exec := newExecution(ns, "untraced", mockItem("a", mockv1alpha1.ProviderConfiguration{}), mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}).WithTimeout(eventually).WithPolling(poll).Should(ContainElement(fmt.Sprintf("%s %T %s", watch.Deleted, &lsv1alpha1.Execution{}, "untraced")))
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(annotated).To(BeEmpty())
+}
+
+func metricFamily(g Gomega, name string) *dto.MetricFamily {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf
+		}
+	}
+	return nil
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}
+
+// executionMetrics reads the execution's job counters and duration samples.
+func executionMetrics(g Gomega) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range []string{"terrace_jobs_started_total", "terrace_jobs_finished_total", "terrace_job_duration_seconds"} {
+		for _, m := range metricFamily(g, name).GetMetric() {
+			l := labelsOf(m)
+			if l["kind"] != execution.Kind {
+				continue
+			}
+			key := name + " " + l["result"]
+			if h := m.GetHistogram(); h != nil {
+				out[key] += float64(h.GetSampleCount())
+			} else {
+				out[key] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func phaseSeries(g Gomega, ns string) []string {
+	var out []string
+	for _, m := range metricFamily(g, "terrace_object_phase").GetMetric() {
+		if l := labelsOf(m); l["namespace"] == ns {
+			out = append(out, fmt.Sprintf("%s %s %s", l["kind"], l["name"], l["phase"]))
+		}
+	}
+	return out
+}
+
+func eventsOf(g Gomega, ns, name string) []string {
+	list := &corev1.EventList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e.Type+" "+e.Reason)
+		}
+	}
+	return out
+}
+
+// Metrics of a job and a deletion job of a root execution: jobs started and
+// finished (Succeeded, Deleted) with their durations, the phase series of
+// the execution and its items while they exist, and none once they are gone.
+func TestExecutionMetrics(t *testing.T) {
+	tracing.Install(nil)
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	before := executionMetrics(g)
+	exec := newExecution(ns, "measured", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+
+	want := map[string]float64{}
+	for k, v := range before {
+		want[k] = v
+	}
+	want["terrace_jobs_started_total "]++
+	want["terrace_jobs_finished_total Succeeded"]++
+	want["terrace_job_duration_seconds Succeeded"]++
+	g.Eventually(executionMetrics).WithTimeout(eventually).WithPolling(poll).Should(Equal(want))
+	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).
+		Should(ConsistOf("Execution measured Succeeded", "DeployItem measured-a Succeeded"))
+	// The execution's own duration metric is folded into the shared one.
+	g.Expect(metricFamily(g, "terrace_execution_job_duration_seconds")).To(BeNil())
+
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+	want["terrace_jobs_started_total "]++
+	want["terrace_jobs_finished_total Deleted"]++
+	want["terrace_job_duration_seconds Deleted"]++
+	g.Eventually(executionMetrics).WithTimeout(eventually).WithPolling(poll).Should(Equal(want))
+	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).Should(BeEmpty())
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "measured") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Normal JobStarted", "Normal Succeeded", "Normal Deleted"))
+}
+
+// A failed item fails the execution: its events name the cause
+// (DeployItemsFailed) and the transition (Failed), once each.
+func TestExecutionEventsOnFailure(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	exec := newExecution(ns, "failing", mockItem("a", mockv1alpha1.ProviderConfiguration{Phase: string(lsv1alpha1.PhaseFailed)}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "failing") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted", "Warning DeployItemsFailed", "Warning Failed"))
+	evs := eventsOf(g, ns, "failing")
+	for _, e := range []string{"Normal JobStarted", "Warning DeployItemsFailed", "Warning Failed"} {
+		n := 0
+		for _, got := range evs {
+			if got == e {
+				n++
+			}
+		}
+		g.Expect(n).To(Equal(1), e)
+	}
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "failing-a") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Warning MockFailed", "Warning Failed"))
+}

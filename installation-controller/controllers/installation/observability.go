@@ -1,0 +1,161 @@
+package installation
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// Kind is the object kind in span names ("Installation.Reconcile",
+// "Installation.<Phase>"), span attributes and metric labels.
+const Kind = "Installation"
+
+// TracerName names the tracer of this package.
+const TracerName = "github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+
+// AttrWaitingFor is the span attribute saying what a waiting phase waits for.
+const AttrWaitingFor = attribute.Key("terrace.waiting_for")
+
+// tracer is looked up on every reconcile rather than once: the global
+// provider may be installed (or replaced, in tests) after the controller was
+// built, and a tracer obtained earlier would keep the first provider.
+func tracer() trace.Tracer { return otel.Tracer(TracerName) }
+
+// startsRootJob reports whether this reconcile starts a job of a root
+// installation. Such a job is a trace of its own: its reconcile span is the
+// trace's root, whatever an earlier job left in the trace-context annotation.
+func startsRootJob(inst *lsv1alpha1.Installation) bool {
+	if !isRoot(inst) {
+		return false
+	}
+	switch jobs.Decide(jobState(inst)).Action {
+	case jobs.StartNewJob, jobs.StartHandedJob:
+		return true
+	}
+	return false
+}
+
+func jobState(inst *lsv1alpha1.Installation) jobs.State {
+	return jobs.State{
+		Root:          isRoot(inst),
+		Deleting:      inst.DeletionTimestamp != nil,
+		Operation:     lsv1alpha1.Operation(inst.Annotations[lsv1alpha1.OperationAnnotation]),
+		Phase:         inst.Status.Phase,
+		JobID:         inst.Status.JobID,
+		JobIDFinished: inst.Status.JobIDFinished,
+	}
+}
+
+// traceTarget is what the reconcile span continues: the installation's
+// trace-context annotation, or nothing when the reconcile starts a root job.
+func traceTarget(inst *lsv1alpha1.Installation) client.Object {
+	if startsRootJob(inst) {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name}}
+	}
+	return inst
+}
+
+// writeOwnTraceContext stores the span context of ctx (the reconcile that
+// starts a root job) in the installation's own trace-context annotation, so
+// that every later reconcile of the job, and everything the job is handed
+// to, joins this one trace. Only while tracing is on; one metadata patch,
+// guarded by the resourceVersion read (a stale cache conflicts here instead
+// of starting a second job). The installation's status is left as read.
+func (r *Reconciler) writeOwnTraceContext(ctx context.Context, inst *lsv1alpha1.Installation) error {
+	if !tracing.Enabled() {
+		return nil
+	}
+	value, ok := tracing.Inject(ctx, inst.Annotations)[tracing.TraceContextAnnotation]
+	if !ok || value == inst.Annotations[tracing.TraceContextAnnotation] {
+		return nil
+	}
+	status := inst.Status.DeepCopy()
+	p := mergePatch{"metadata": map[string]any{
+		"annotations":     map[string]any{tracing.TraceContextAnnotation: value},
+		"resourceVersion": inst.ResourceVersion,
+	}}
+	err := r.Client.Patch(ctx, inst, p, client.FieldOwner(FieldManager))
+	inst.Status = *status
+	return err
+}
+
+// handOverTraceContext writes the span context of ctx into obj's
+// trace-context annotation before a job is handed to obj through its status
+// (a status write cannot carry metadata). Only while tracing is on.
+func handOverTraceContext(ctx context.Context, c client.Client, obj client.Object) error {
+	if !tracing.Enabled() {
+		return nil
+	}
+	value, ok := tracing.Inject(ctx, obj.GetAnnotations())[tracing.TraceContextAnnotation]
+	if !ok {
+		return nil
+	}
+	return patchAnnotations(ctx, c, obj, map[string]*string{tracing.TraceContextAnnotation: &value})
+}
+
+// startSpan starts a child span of the reconcile span for one step.
+func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return tracer().Start(ctx, Kind+"."+name, trace.WithAttributes(attrs...))
+}
+
+// endSpan records err (if any) and ends span.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// jobClock remembers when this process saw each job start, so a job's
+// duration is exact (condition times have a resolution of one second). After
+// a restart it falls back to the start the object's status records.
+type jobClock struct{ m sync.Map }
+
+type jobStart struct {
+	job string
+	at  time.Time
+}
+
+func (c *jobClock) start(key types.NamespacedName, job string, at time.Time) {
+	c.m.Store(key, jobStart{job: job, at: at})
+}
+
+// finish returns the duration of job (negative when its start is unknown)
+// and forgets it.
+func (c *jobClock) finish(key types.NamespacedName, job string, fallback *metav1.Time, now time.Time) time.Duration {
+	if v, ok := c.m.LoadAndDelete(key); ok {
+		if st := v.(jobStart); st.job == job {
+			return now.Sub(st.at)
+		}
+	}
+	if fallback == nil || fallback.IsZero() {
+		return -1
+	}
+	return now.Sub(fallback.Time)
+}
+
+func (c *jobClock) forget(key types.NamespacedName) { c.m.Delete(key) }
+
+// jobStartTime is the start of the running job as the status records it: the
+// Ready condition turns Unknown when a job starts and stays so until it ends.
+func jobStartTime(inst *lsv1alpha1.Installation) *metav1.Time {
+	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionUnknown {
+		return nil
+	}
+	return &c.LastTransitionTime
+}

@@ -1,0 +1,85 @@
+package observability_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// A successful job leaves JobStarted and Succeeded events on every object it
+// went through, each once (events mark transitions, not reconciles).
+func TestEventsOfASuccessfulJob(t *testing.T) {
+	ns := namespace(t)
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(context.Background(), newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
+	waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
+
+	var want []string
+	for _, n := range treeInstallations {
+		want = append(want, "Installation/"+n+" Normal JobStarted", "Installation/"+n+" Normal Succeeded")
+	}
+	for _, n := range treeExecutions {
+		want = append(want, "Execution/"+n+" Normal JobStarted", "Execution/"+n+" Normal Succeeded")
+	}
+	for _, n := range treeItems {
+		want = append(want, "DeployItem/"+n+" Normal JobStarted", "DeployItem/"+n+" Normal Succeeded")
+	}
+	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements(want))
+	evs := events(g, ns)
+	for _, e := range want {
+		g.Expect(count(evs, e)).To(Equal(1), e)
+	}
+	g.Expect(evs).NotTo(ContainElement(ContainSubstring(" Warning ")))
+}
+
+// A failing deploy item fails its execution, its installation and the root;
+// each says why (the lastError reason) and that its job ended Failed.
+func TestEventsOfAFailedJob(t *testing.T) {
+	ns := namespace(t)
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(context.Background(), newRoot(ns, "root", treeBlueprint("        phase: Failed\n")))).To(Succeed())
+	waitFinished(t, ns, "root", lsv1alpha1.PhaseFailed)
+	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements(
+			"DeployItem/root-b-client Warning MockFailed",
+			"DeployItem/root-b-client Warning Failed",
+			"Execution/root-b Warning DeployItemsFailed",
+			"Execution/root-b Warning Failed",
+			"Installation/root-b Warning SubObjectsFailed",
+			"Installation/root-b Warning Failed",
+			"Installation/root Warning SubObjectsFailed",
+			"Installation/root Warning Failed",
+			"Installation/root-a Normal Succeeded",
+		))
+}
+
+// A template that does not render fails the job at once: TemplateFailed
+// says why, Failed that the job ended.
+func TestEventsOfATemplateError(t *testing.T) {
+	ns := namespace(t)
+	g := NewWithT(t)
+	fs := map[string]string{"blueprint.yaml": `deployExecutions:
+- name: broken
+  type: GoTemplate
+  template: |
+    deployItems: {{ fail "no items today" }}
+`}
+	g.Expect(env.Client.Create(context.Background(), newRoot(ns, "broken", fs))).To(Succeed())
+	waitFinished(t, ns, "broken", lsv1alpha1.PhaseFailed)
+	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements("Installation/broken Normal JobStarted", "Installation/broken Warning TemplateFailed", "Installation/broken Warning Failed"))
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, e := range list {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}

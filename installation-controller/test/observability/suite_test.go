@@ -1,0 +1,371 @@
+// Package observability_test runs the installation controller, the execution
+// controller and the mock deployer in one process against a real API server
+// and checks what a job leaves behind for observers: one trace across every
+// controller (and no trace annotation at all while tracing is off), the
+// shared Terrace metrics and the events.
+//
+// It is a test binary of its own because tracing.Install is process-global:
+// the tests here switch tracing on and off, one test at a time, without
+// disturbing the controller tests of package installation.
+package observability_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/mock"
+	execcontrollers "github.com/terrace-dev/terrace/execution-controller/controllers"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/manager"
+	"github.com/terrace-dev/terrace/kit/testenv"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+var (
+	env    *testenv.Env
+	scheme *runtime.Scheme
+	nsSeq  atomic.Int64
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+// TestMain starts one API server and one manager running the three
+// controllers for the whole package; the manager stops before the API server.
+func TestMain(m *testing.M) {
+	if os.Getenv("TEST_LOG") == "" {
+		ctrl.SetLogger(logr.Discard())
+	} else {
+		ctrl.SetLogger(crzap.New(crzap.UseDevMode(true)))
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if scheme, err = app.Scheme(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if env, err = testenv.Start(scheme); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
+		}
+	}()
+	// Tracing is off unless a test switches it on.
+	tracing.Install(nil)
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 3*manager.DefaultKubeAPIQPS, 3*manager.DefaultKubeAPIBurst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             manager.Options{Concurrency: 4}.ControllerConfig(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	stop := func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			fmt.Fprintln(os.Stderr, "manager did not stop within 30s")
+		}
+	}
+	for _, add := range []func() error{
+		func() error { return installation.AddToManager(ctx, mgr, installation.Options{}) },
+		func() error { return execcontrollers.AddToManager(ctx, mgr, execcontrollers.DefaultOptions()) },
+		func() error { return mock.AddToManager(mgr, mock.Options{}) },
+	} {
+		if err := add(); err != nil {
+			cancel()
+			fmt.Fprintln(os.Stderr, "registering controllers:", err)
+			return 1
+		}
+	}
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		stop()
+		fmt.Fprintln(os.Stderr, "cache did not sync")
+		return 1
+	}
+	code := m.Run()
+	stop()
+	return code
+}
+
+// namespace creates a fresh namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := fmt.Sprintf("o%d-%s", nsSeq.Add(1), strings.ToLower(t.Name()))
+	if len(ns) > 50 {
+		ns = ns[:50]
+	}
+	ns = strings.TrimRight(ns, "-")
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// treeBlueprint is a root with two sub-installations, a and b (b imports a's
+// export), and a deploy item of its own; every installation's execution has
+// one mock item (itemConfig: extra lines of b's item configuration).
+func treeBlueprint(bItemConfig string) map[string]string {
+	item := func(name, extra string) string {
+		return `    deployItems:
+    - name: ` + name + `
+      type: landscaper.gardener.cloud/mock
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+` + extra
+	}
+	return map[string]string{
+		"blueprint.yaml": `subinstallations:
+- name: a
+  blueprint:
+    dir: a
+  exports:
+    data:
+    - name: endpoint
+      dataRef: a-endpoint
+- name: b
+  blueprint:
+    dir: b
+  imports:
+    data:
+    - name: endpoint
+      dataRef: a-endpoint
+deployExecutions:
+- name: own
+  type: GoTemplate
+  template: |
+` + item("own", ""),
+		"a/blueprint.yaml": `exports:
+- name: endpoint
+  type: data
+deployExecutions:
+- name: deploy
+  type: GoTemplate
+  template: |
+` + item("server", "        export:\n          host: a.example.com\n") + `exportExecutions:
+- name: export
+  type: GoTemplate
+  template: |
+    exports:
+      endpoint: https://{{ .values.deployitems.server.host }}
+`,
+		"b/blueprint.yaml": `imports:
+- name: endpoint
+  type: data
+deployExecutions:
+- name: deploy
+  type: GoTemplate
+  template: |
+` + item("client", bItemConfig),
+	}
+}
+
+// The objects a tree job runs through.
+var (
+	treeInstallations = []string{"root", "root-a", "root-b"}
+	treeExecutions    = []string{"root", "root-a", "root-b"}
+	treeItems         = []string{"root-own", "root-a-server", "root-b-client"}
+)
+
+func newRoot(ns, name string, fs map[string]string) *lsv1alpha1.Installation {
+	return &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{Inline: &lsv1alpha1.InlineBlueprint{Filesystem: fs}}},
+	}
+}
+
+func getInst(g Gomega, ns, name string) *lsv1alpha1.Installation {
+	inst := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, inst)).To(Succeed())
+	return inst
+}
+
+// waitFinished waits until the installation finished a job in phase p and
+// returns it.
+func waitFinished(t *testing.T, ns, name string, p lsv1alpha1.Phase) *lsv1alpha1.Installation {
+	t.Helper()
+	var inst *lsv1alpha1.Installation
+	NewWithT(t).Eventually(func(g Gomega) {
+		inst = getInst(g, ns, name)
+		g.Expect(inst.Status.JobID).NotTo(BeEmpty())
+		g.Expect(inst.Status.JobIDFinished).To(Equal(inst.Status.JobID))
+		g.Expect(inst.Status.Phase).To(Equal(p), "lastError: %+v", inst.Status.LastError)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return inst
+}
+
+// waitGone waits until the installation is deleted.
+func waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &lsv1alpha1.Installation{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// annotationWatch records every version of the installations, executions and
+// deploy items of a namespace that carries the trace-context annotation.
+type annotationWatch struct {
+	mu     sync.Mutex
+	seen   []string
+	events atomic.Int64
+}
+
+func watchAnnotations(t *testing.T, ns string) *annotationWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw := &annotationWatch{}
+	for _, list := range []client.ObjectList{&lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
+		w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
+					continue
+				}
+				obj, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				aw.events.Add(1)
+				if v, ok := obj.GetAnnotations()[tracing.TraceContextAnnotation]; ok {
+					aw.mu.Lock()
+					aw.seen = append(aw.seen, fmt.Sprintf("%T %s: %s", obj, obj.GetName(), v))
+					aw.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return aw
+}
+
+func (aw *annotationWatch) annotated() []string {
+	aw.mu.Lock()
+	defer aw.mu.Unlock()
+	return append([]string(nil), aw.seen...)
+}
+
+// events returns "<kind>/<name> <type> <reason>" for every event in ns.
+func events(g Gomega, ns string) []string {
+	list := &corev1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	out := make([]string, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, fmt.Sprintf("%s/%s %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason))
+	}
+	return out
+}
+
+// gather returns the metric families of controller-runtime's registry (where
+// kit/metrics and the deployer library register) by name.
+func gather(g Gomega) map[string]*dto.MetricFamily {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func hasLabels(m *dto.Metric, labels map[string]string) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := labels[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(labels)
+}
+
+// counter is the value of a counter series (0 when absent).
+func counter(g Gomega, name string, labels map[string]string) float64 {
+	for _, m := range gather(g)[name].GetMetric() {
+		if hasLabels(m, labels) {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// histogramCount is the sample count of a histogram series (0 when absent).
+func histogramCount(g Gomega, name string, labels map[string]string) uint64 {
+	for _, m := range gather(g)[name].GetMetric() {
+		if hasLabels(m, labels) {
+			return m.GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+// phaseSeries lists the terrace_object_phase series of namespace ns as
+// "<kind> <name> <phase>=<value>".
+func phaseSeries(g Gomega, ns string) []string {
+	var out []string
+	for _, m := range gather(g)["terrace_object_phase"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["namespace"] == ns {
+			out = append(out, fmt.Sprintf("%s %s %s=%v", l["kind"], l["name"], l["phase"], m.GetGauge().GetValue()))
+		}
+	}
+	return out
+}

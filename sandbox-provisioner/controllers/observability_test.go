@@ -1,0 +1,322 @@
+package controllers_test
+
+// Tracing and events of the provisioner.
+//
+// The tracer provider is process-global (tracing.Install): the tests here
+// that install an in-memory one restore "tracing off" when they end, and no
+// test of this package runs in parallel with another (none calls t.Parallel;
+// each test's managers stop when the test ends).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+)
+
+// installRecorder turns tracing on with an in-memory span recorder until the
+// test ends.
+func installRecorder(t *testing.T) *tracetest.SpanRecorder {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		tracing.Install(nil)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec
+}
+
+func traceContext(annotations map[string]string) trace.SpanContext {
+	return trace.SpanContextFromContext(tracing.Extract(context.Background(), annotations))
+}
+
+func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
+	for _, s := range spans {
+		if s.SpanContext().SpanID() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// expectParentsPresent: every span of the trace but its one root has its
+// parent in the trace.
+func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
+	roots := 0
+	for _, s := range spans {
+		if !s.Parent().IsValid() {
+			roots++
+			continue
+		}
+		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
+			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
+	}
+	g.Expect(roots).To(Equal(1), "one root span")
+}
+
+// eventsOf lists "<type>/<reason>" of the events regarding the object named name.
+func eventsOf(g Gomega, ns, name string) []string {
+	l := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range l.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+// TestTracingHandOver: the provisioner continues the trace the binder handed
+// over in the claim's annotation, creates the SpaceRequest and the target
+// with the trace context in the create itself, and its target reconciler
+// continues the target's trace: one trace from the binder's span on, with
+// every parent link intact.
+func TestTracingHandOver(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("trace")
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	// Play the binder: its reconcile span marks the claim and hands the trace over.
+	bctx, bspan := otel.Tracer("test/dt-binder").Start(ctx, "DeploymentTargetClaim.Reconcile")
+	c := &appstudiov1alpha1.DeploymentTargetClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "c", Annotations: tracing.Inject(bctx, map[string]string{
+			appstudiov1alpha1.ProvisionerAnnotation: appstudiov1alpha1.SandboxProvisioner,
+		})},
+		Spec: appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: n},
+	}
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	bspan.End()
+	traceID := bspan.SpanContext().TraceID()
+
+	// The SpaceRequest carries the trace on, from the provisioner's
+	// CreateSpaceRequest span, a child of its reconcile of the claim, a child
+	// of the binder's span.
+	sr := waitForOneSpaceRequest(t, c)
+	srTrace := traceContext(sr.Annotations)
+	g.Expect(srTrace.IsValid()).To(BeTrue(), "SpaceRequest annotations %v", sr.Annotations)
+	g.Expect(srTrace.TraceID()).To(Equal(traceID))
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, traceID)
+		create := spanByID(spans, srTrace.SpanID())
+		g.Expect(create).NotTo(BeNil())
+		g.Expect(create.Name()).To(Equal("DeploymentTargetClaim.CreateSpaceRequest"))
+		g.Expect(create.InstrumentationScope().Name).To(Equal(sandbox.TracerName))
+		reconcile := spanByID(spans, create.Parent().SpanID())
+		g.Expect(reconcile).NotTo(BeNil())
+		g.Expect(reconcile.Name()).To(Equal("DeploymentTargetClaim.Reconcile"))
+		g.Expect(reconcile.Parent().SpanID()).To(Equal(bspan.SpanContext().SpanID()))
+		g.Expect(reconcile.Parent().IsRemote()).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// Play the SpaceRequest controller, continuing the SpaceRequest's trace.
+	_, sspan := otel.Tracer("test/spacerequest-stub").Start(tracing.Extract(ctx, sr.Annotations), "SpaceRequest.Reconcile")
+	playStub(t, sr)
+	sspan.End()
+
+	dt := waitForTarget(t, c)
+	dtTrace := traceContext(dt.Annotations)
+	g.Expect(dtTrace.TraceID()).To(Equal(traceID), "target annotations %v", dt.Annotations)
+	g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionedByAnnotation, appstudiov1alpha1.SandboxProvisioner))
+
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, traceID)
+		expectParentsPresent(g, spans)
+		create := spanByID(spans, dtTrace.SpanID())
+		g.Expect(create).NotTo(BeNil())
+		g.Expect(create.Name()).To(Equal("DeploymentTargetClaim.CreateDeploymentTarget"))
+		// The provisioner's target reconciler continues the target's trace.
+		var targetReconciled bool
+		for _, s := range spans {
+			if s.Name() == "DeploymentTarget.Reconcile" && s.Parent().SpanID() == dtTrace.SpanID() {
+				targetReconciled = true
+			}
+		}
+		g.Expect(targetReconciled).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The SpaceRequest's trace context is written once, at its creation.
+	cur := &toolchainv1alpha1.SpaceRequest{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+	g.Expect(cur.Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, sr.Annotations[tracing.TraceContextAnnotation]))
+
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, n, "c") }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements("Normal/"+claim.EventSpaceRequestCreated, "Normal/"+claim.EventTargetCreated))
+}
+
+// TestProvisioningFailureEvents: a SpaceRequest the API server refuses (the
+// class's targetClusterRoles repeat a role: a set in the schema) is a
+// Warning ProvisioningFailed event on the claim, recorded on the reconcile
+// span; a Ready SpaceRequest without its Secret is CredentialsSecretMissing
+// (once per failure, not also ProvisioningFailed).
+func TestProvisioningFailureEvents(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("fail")
+	createClass(t, n+"-bad", appstudiov1alpha1.ReclaimPolicyDelete, `{"targetClusterRoles":["view","view"]}`)
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	bad := createClaim(t, n, "bad", n+"-bad", appstudiov1alpha1.SandboxProvisioner)
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, n, bad.Name) }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement("Warning/" + claim.EventProvisioningFailed))
+	g.Expect(spaceRequestsOf(g, bad)).To(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		var failed bool
+		for _, s := range rec.Ended() {
+			if s.Name() == "DeploymentTargetClaim.CreateSpaceRequest" && s.Status().Code.String() == "Error" {
+				failed = true
+			}
+		}
+		g.Expect(failed).To(BeTrue(), "the failed create is an error span")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	noSecret := createClaim(t, n, "no-secret", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, noSecret)
+	g.Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur); err != nil {
+			return err
+		}
+		cur.Status.TargetClusterURL = apiURL
+		cur.Status.NamespaceAccess = []toolchainv1alpha1.NamespaceAccess{{Name: n + "-ns", SecretRef: "missing"}}
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+			Type: toolchainv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: toolchainv1alpha1.ReasonProvisioned, ObservedGeneration: cur.Generation,
+		})
+		return env.Client.Status().Update(ctx, cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, n, noSecret.Name) }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement("Warning/" + claim.EventCredentialsSecretAbsent))
+	g.Expect(eventsOf(g, n, noSecret.Name)).NotTo(ContainElement("Warning/" + claim.EventProvisioningFailed))
+}
+
+// TestTracingOffWritesNoAnnotation: with tracing off, no version of any
+// claim, SpaceRequest or target ever carries the trace-context annotation,
+// through provisioning and deprovisioning.
+func TestTracingOffWritesNoAnnotation(t *testing.T) {
+	tracing.Install(nil)
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("notrace")
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	aw := watchAnnotations(t, n)
+	startManager(t, 2)
+
+	c := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, c)
+	playStub(t, sr)
+	dt := waitForTarget(t, c)
+	// Play the binder: bound; then the target is deleted, which deletes the
+	// SpaceRequest; the SpaceRequest controller lets it go.
+	base := c.DeepCopy()
+	c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
+	g.Expect(env.Client.Patch(ctx, c, client.MergeFrom(base))).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
+	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+
+	g.Eventually(func() []string { _, deleted, _ := aw.result(); return deleted }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements("c", sr.Name, dt.Name))
+	seen, _, withTracing := aw.result()
+	g.Expect(seen).To(BeNumerically(">=", 6))
+	g.Expect(withTracing).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
+}
+
+// annotationWatch watches claims, targets and SpaceRequests in a namespace and
+// records every version that carried the trace-context annotation.
+type annotationWatch struct {
+	mu      sync.Mutex
+	seen    int
+	deleted []string
+	tracing []string
+}
+
+func watchAnnotations(t *testing.T, ns string) *annotationWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	aw := &annotationWatch{}
+	var wg sync.WaitGroup
+	for _, list := range []client.ObjectList{
+		&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}, &toolchainv1alpha1.SpaceRequestList{},
+	} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for ev := range w.ResultChan() {
+				obj, ok := ev.Object.(client.Object)
+				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+					continue
+				}
+				aw.mu.Lock()
+				aw.seen++
+				if ev.Type == watch.Deleted {
+					aw.deleted = append(aw.deleted, obj.GetName())
+				}
+				if _, has := obj.GetAnnotations()[tracing.TraceContextAnnotation]; has {
+					aw.tracing = append(aw.tracing, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
+				}
+				aw.mu.Unlock()
+			}
+		})
+		t.Cleanup(w.Stop)
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return aw
+}
+
+func (aw *annotationWatch) result() (seen int, deleted, withTracing []string) {
+	aw.mu.Lock()
+	defer aw.mu.Unlock()
+	return aw.seen, slices.Clone(aw.deleted), slices.Clone(aw.tracing)
+}

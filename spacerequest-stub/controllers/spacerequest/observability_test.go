@@ -1,0 +1,404 @@
+package spacerequest_test
+
+// Tracing, metrics and events of the stub.
+//
+// The tracer provider is process-global (tracing.Install): the tests here
+// that install an in-memory one restore "tracing off" when they end, and no
+// test of this package runs in parallel with another (none calls
+// t.Parallel). Spans of other tests' SpaceRequests (a late requeue) belong to
+// other traces and are filtered out by trace ID.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+)
+
+// consistency is how long a value must stay put.
+const consistency = 2 * time.Second
+
+// installRecorder turns tracing on with an in-memory span recorder until the
+// test ends.
+func installRecorder(t *testing.T) *tracetest.SpanRecorder {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		tracing.Install(nil)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec
+}
+
+func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
+	for _, s := range spans {
+		if s.SpanContext().SpanID() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// expectParentsPresent: every span of the trace but its one root has its
+// parent in the trace.
+func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
+	roots := 0
+	for _, s := range spans {
+		if !s.Parent().IsValid() {
+			roots++
+			continue
+		}
+		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
+			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
+	}
+	g.Expect(roots).To(Equal(1), "one root span")
+}
+
+// eventsOf lists "<type>/<reason>" of the events regarding the object named name.
+func eventsOf(g Gomega, ns, name string) []string {
+	l := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range l.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// inNamespace gathers the series of controller-runtime's registry whose
+// namespace label is ns (kit/metrics' per-object series carry it).
+func inNamespace(ns string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := ctrlmetrics.Registry.Gather()
+		var out []*dto.MetricFamily
+		for _, mf := range mfs {
+			var keep []*dto.Metric
+			for _, m := range mf.GetMetric() {
+				if labelValue(m, "namespace") == ns {
+					keep = append(keep, m)
+				}
+			}
+			if len(keep) > 0 {
+				mf.Metric = keep
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
+}
+
+// srPhases returns the phases (value 1) of the SpaceRequest's per-object gauge.
+func srPhases(g Gomega, ns, name string) []string {
+	mfs, err := inNamespace(ns).Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var phases []string
+	for _, mf := range mfs {
+		if mf.GetName() != "terrace_object_phase" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelValue(m, "kind") == spacerequest.Kind && labelValue(m, "name") == name && m.GetGauge().GetValue() == 1 {
+				phases = append(phases, labelValue(m, "phase"))
+			}
+		}
+	}
+	return phases
+}
+
+// provisionedCount is the number of provisioning durations observed.
+func provisionedCount(t *testing.T) uint64 {
+	t.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == spacerequest.ProvisioningDurationName {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+// touch adds a label to the SpaceRequest, which makes the stub reconcile it.
+func touch(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		sr := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(context.Background(), key, sr); err != nil {
+			return err
+		}
+		base := sr.DeepCopy()
+		if sr.Labels == nil {
+			sr.Labels = map[string]string{}
+		}
+		sr.Labels["test.terrace.dev/touched"] = "true"
+		return env.Client.Patch(context.Background(), sr, client.MergeFrom(base))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// TestTracingContinuesTheSpaceRequestsTrace: the stub's reconciles continue
+// the trace handed over in the SpaceRequest's annotation (by the provisioner,
+// played here), with a child span per step, every parent link intact. The
+// provisioning duration is observed once; the per-object phase series follows
+// the Ready reason and goes with the SpaceRequest; Events mark each step.
+func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-trace")
+	createNamespace(t, g, team)
+	provisioned := team + "-env"
+	before := provisionedCount(t)
+
+	// Play the provisioner: the SpaceRequest is created with its span's context.
+	pctx, pspan := otel.Tracer("test/sandbox-provisioner").Start(ctx, "DeploymentTargetClaim.CreateSpaceRequest")
+	sr := newSpaceRequest(team, "env")
+	sr.Annotations = tracing.Inject(pctx, nil)
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	pspan.End()
+	handedOver := sr.Annotations[tracing.TraceContextAnnotation]
+	key := client.ObjectKeyFromObject(sr)
+	traceID := pspan.SpanContext().TraceID()
+
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, traceID)
+		expectParentsPresent(g, spans)
+		var steps []string
+		var provisionedSeen bool
+		for _, s := range spans {
+			if s.Name() != "SpaceRequest.Reconcile" {
+				continue
+			}
+			g.Expect(s.InstrumentationScope().Name).To(Equal(spacerequest.TracerName))
+			g.Expect(s.Parent().SpanID()).To(Equal(pspan.SpanContext().SpanID()), "the reconcile continues the provisioner's span")
+			g.Expect(s.Parent().IsRemote()).To(BeTrue())
+			for _, child := range spans {
+				if child.Parent().SpanID() == s.SpanContext().SpanID() {
+					steps = append(steps, child.Name())
+				}
+			}
+			for _, a := range s.Attributes() {
+				if a.Key == tracing.AttrPhase && a.Value.AsString() == toolchainv1alpha1.ReasonProvisioned {
+					provisionedSeen = true
+				}
+			}
+		}
+		g.Expect(steps).To(ContainElements("SpaceRequest.AddFinalizer", "SpaceRequest.ApplyNamespace", "SpaceRequest.ApplyServiceAccount",
+			"SpaceRequest.ApplyRoleBinding", "SpaceRequest.IssueCredentials", "SpaceRequest.UpdateStatus"))
+		g.Expect(provisionedSeen).To(BeTrue(), "a reconcile span ends with phase Provisioned")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The stub never rewrites the handed-over context.
+	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
+	g.Expect(sr.Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, handedOver))
+
+	// Metrics: one provisioning duration, also after more reconciles; the
+	// phase gauge says Provisioned.
+	g.Eventually(func() uint64 { return provisionedCount(t) }).WithTimeout(timeout).WithPolling(interval).Should(Equal(before + 1))
+	g.Eventually(func(g Gomega) []string { return srPhases(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(Equal([]string{toolchainv1alpha1.ReasonProvisioned}))
+	touch(t, key)
+	g.Consistently(func() uint64 { return provisionedCount(t) }).WithTimeout(consistency).WithPolling(interval).Should(Equal(before + 1))
+
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements("Normal/"+spacerequest.EventNamespaceCreated, "Normal/"+spacerequest.EventCredentialsIssued,
+			"Normal/"+spacerequest.EventProvisioned))
+
+	// Deletion: Terminating, the namespace goes, the SpaceRequest goes, and
+	// with it its series; the deletion steps are spans of the same trace.
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return srPhases(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(Equal([]string{toolchainv1alpha1.ReasonTerminating}))
+	finalizeNamespace(t, g, provisioned)
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Eventually(func() (int, error) { return testutil.GatherAndCount(inNamespace(team), "terrace_object_phase") }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "the per-object series goes with the SpaceRequest")
+	g.Eventually(func(g Gomega) {
+		spans := spansOf(rec, traceID)
+		expectParentsPresent(g, spans)
+		var names []string
+		for _, s := range spans {
+			names = append(names, s.Name())
+		}
+		g.Expect(names).To(ContainElements("SpaceRequest.DeleteSecret", "SpaceRequest.DeleteNamespace", "SpaceRequest.RemoveFinalizer"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElements("Normal/"+spacerequest.EventTerminating, "Normal/"+spacerequest.EventTerminated))
+}
+
+// TestProvisioningFailureIsAnEventAndAnErrorSpan: a Secret of the kubeconfig's
+// name that the stub did not create blocks provisioning: a Warning
+// ProvisioningFailed event, Ready=False/Provisioning, and an error on the
+// reconcile span. Once it is gone the SpaceRequest turns Provisioned, and the
+// provisioning duration is observed once.
+func TestProvisioningFailureIsAnEventAndAnErrorSpan(t *testing.T) {
+	rec := installRecorder(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-fail")
+	createNamespace(t, g, team)
+	before := provisionedCount(t)
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "env-kubeconfig"}}
+	g.Expect(c.Create(ctx, foreign)).To(Succeed())
+
+	pctx, pspan := otel.Tracer("test/sandbox-provisioner").Start(ctx, "DeploymentTargetClaim.CreateSpaceRequest")
+	sr := newSpaceRequest(team, "env")
+	sr.Annotations = tracing.Inject(pctx, nil)
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	pspan.End()
+	key := client.ObjectKeyFromObject(sr)
+
+	g.Eventually(func(g Gomega) string {
+		cond := ready(g, key)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(toolchainv1alpha1.ReasonProvisioning))
+		return cond.Message
+	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("was not created for this SpaceRequest"))
+	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement("Warning/" + spacerequest.EventProvisioningFailed))
+	g.Eventually(func(g Gomega) {
+		var failed bool
+		for _, s := range spansOf(rec, pspan.SpanContext().TraceID()) {
+			if s.Name() == "SpaceRequest.Reconcile" && s.Status().Code == codes.Error {
+				failed = true
+			}
+		}
+		g.Expect(failed).To(BeTrue(), "the failed reconcile is an error span")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(provisionedCount(t)).To(Equal(before))
+	g.Eventually(func(g Gomega) []string { return srPhases(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+		Should(Equal([]string{toolchainv1alpha1.ReasonProvisioning}))
+
+	// The blocking Secret goes; a change of the SpaceRequest brings the stub back at once.
+	g.Expect(c.Delete(ctx, foreign)).To(Succeed())
+	touch(t, key)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Eventually(func() uint64 { return provisionedCount(t) }).WithTimeout(timeout).WithPolling(interval).Should(Equal(before + 1))
+
+	// Clean up: the SpaceRequest and its namespace go.
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: team + "-env"}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	finalizeNamespace(t, g, team+"-env")
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// TestTracingOffWritesNoAnnotation: with tracing off, no version of a
+// SpaceRequest ever carries the trace-context annotation, from creation
+// through provisioning to its deletion.
+func TestTracingOffWritesNoAnnotation(t *testing.T) {
+	tracing.Install(nil)
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-notrace")
+	createNamespace(t, g, team)
+
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := wc.Watch(wctx, &toolchainv1alpha1.SpaceRequestList{}, client.InNamespace(team))
+	g.Expect(err).NotTo(HaveOccurred())
+	var (
+		mu          sync.Mutex
+		seen        int
+		deleted     bool
+		withTracing []string
+		wg          sync.WaitGroup
+	)
+	wg.Go(func() {
+		for ev := range w.ResultChan() {
+			sr, ok := ev.Object.(*toolchainv1alpha1.SpaceRequest)
+			if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			mu.Lock()
+			seen++
+			deleted = deleted || ev.Type == watch.Deleted
+			if _, has := sr.Annotations[tracing.TraceContextAnnotation]; has {
+				withTracing = append(withTracing, fmt.Sprintf("%s %s rv %s", ev.Type, sr.Name, sr.ResourceVersion))
+			}
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() { w.Stop(); cancel(); wg.Wait() })
+
+	sr := newSpaceRequest(team, "env")
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: team + "-env"}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	finalizeNamespace(t, g, team+"-env")
+
+	g.Eventually(func() bool { mu.Lock(); defer mu.Unlock(); return deleted }).WithTimeout(timeout).WithPolling(interval).
+		Should(BeTrue(), "the watch saw the SpaceRequest go")
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(seen).To(BeNumerically(">=", 4), "the watch saw the SpaceRequest's versions")
+	g.Expect(slices.Clone(withTracing)).To(BeEmpty(), "no SpaceRequest may carry %s with tracing off", tracing.TraceContextAnnotation)
+}
