@@ -11,7 +11,7 @@ TOOLS_BIN := $(BIN)/tools
 K8S_BIN := $(BIN)/k8s
 
 # Every module of the workspace, in dependency order.
-MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub e2e
+MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub bench e2e
 
 # Binary name -> package directory.
 BINARIES := installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub
@@ -199,6 +199,14 @@ e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own lo
 .PHONY: test-local-env
 test-local-env: build-control-plane build ## Smoke-test the local environment (make up, a claim provisioned end to end, make down).
 	hack/local-env-smoke.sh
+
+##@ Performance
+
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: build-control-plane build ## Benchmark whole jobs across every binary in a fresh local environment of its own (.local/bench-env, own ports); JSON in .local/bench/. Options: BENCH_FLAGS="-workloads roots -n roots=200 -keep".
+	go run ./bench/cmd/terrace-bench $(BENCH_FLAGS)
 
 ##@ Tools
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -181,6 +182,12 @@ func RESTConfig(component string, o Options) (*rest.Config, error) {
 	}
 	cfg.QPS = o.KubeAPIQPS
 	cfg.Burst = o.KubeAPIBurst
+	if o.KubeAPIQPS > 0 {
+		// One bucket for the process: controller-runtime creates a REST
+		// client per resource type, and each would otherwise get its own
+		// QPS, making the flag mean "per resource type".
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.KubeAPIQPS, o.KubeAPIBurst)
+	}
 	cfg.UserAgent = fmt.Sprintf("terrace-%s (%s/%s)", component, goruntime.GOOS, goruntime.GOARCH)
 	return cfg, nil
 }

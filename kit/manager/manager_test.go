@@ -23,8 +23,8 @@ func TestBindFlagsDefaults(t *testing.T) {
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
 		Concurrency:             4,
-		KubeAPIQPS:              50,
-		KubeAPIBurst:            100,
+		KubeAPIQPS:              500,
+		KubeAPIBurst:            1000,
 		LogLevel:                "info",
 		LogFormat:               "json",
 		GracefulShutdownTimeout: 30 * time.Second,
@@ -129,8 +129,20 @@ func TestRESTConfig(t *testing.T) {
 	if cfg.Host != "https://127.0.0.1:1" || cfg.QPS != 3 || cfg.Burst != 6 {
 		t.Errorf("config host=%s qps=%v burst=%d", cfg.Host, cfg.QPS, cfg.Burst)
 	}
+	if cfg.RateLimiter == nil || cfg.RateLimiter.QPS() != 3 {
+		t.Errorf("want one rate limiter of 3 QPS shared by the process's clients, got %v", cfg.RateLimiter)
+	}
 	if !strings.HasPrefix(cfg.UserAgent, "terrace-dt-binder ") {
 		t.Errorf("user agent %q does not name the component", cfg.UserAgent)
+	}
+
+	// A negative QPS leaves limiting to the API server.
+	unlimited, err := RESTConfig("dt-binder", Options{Kubeconfig: writeKubeconfig(t), KubeAPIQPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unlimited.RateLimiter != nil || unlimited.QPS >= 0 {
+		t.Errorf("negative QPS: rate limiter %v, qps %v", unlimited.RateLimiter, unlimited.QPS)
 	}
 
 	// $KUBECONFIG is honoured when no flag is given.

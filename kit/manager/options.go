@@ -29,8 +29,8 @@ const (
 	DefaultMetricsBindAddress      = ":8080"
 	DefaultHealthProbeBindAddress  = ":8081"
 	DefaultConcurrency             = 4
-	DefaultKubeAPIQPS              = 50
-	DefaultKubeAPIBurst            = 100
+	DefaultKubeAPIQPS              = 500
+	DefaultKubeAPIBurst            = 1000
 	DefaultLogLevel                = "info"
 	DefaultLogFormat               = "json"
 	DefaultGracefulShutdownTimeout = 30 * time.Second
@@ -63,10 +63,13 @@ type Options struct {
 	// Concurrency is the maximum number of concurrent reconciles per controller.
 	Concurrency int
 
-	// KubeAPIQPS and KubeAPIBurst bound client-side request rates so that a
-	// resync storm in one controller cannot starve the API server. A negative
-	// QPS disables client-side limiting and leaves it to the API server's
-	// priority and fairness.
+	// KubeAPIQPS and KubeAPIBurst bound the whole process's request rate
+	// (one token bucket shared by every client the process creates), so that
+	// a runaway loop in one controller cannot flood the API server. The
+	// defaults are far above what a healthy controller needs at 1000 jobs in
+	// flight (see docs/performance.md): they protect, they do not cap
+	// throughput; the API server's priority and fairness does the rest. A
+	// negative QPS disables client-side limiting.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 

@@ -40,7 +40,7 @@ func TestStartReconcileContinuesTheHandedOverTrace(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range map[string]string{
 		string(AttrKind): "Thing", string(AttrNamespace): "ns", string(AttrName): "cm",
