@@ -10,12 +10,10 @@
 package metrics
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Label names.
@@ -57,14 +55,7 @@ var registerOnce sync.Once
 // It is idempotent, so every reconciler's setup may call it.
 func Register() {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{jobsStarted, jobsFinished, jobDuration, phaseTransitions, objectPhase} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
+		MustRegister(jobsStarted, jobsFinished, jobDuration, phaseTransitions, objectPhase)
 	})
 }
 

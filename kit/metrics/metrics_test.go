@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestPhaseCountsTransitionsAndKeepsOneSeriesPerObject(t *testing.T) {
@@ -51,5 +52,29 @@ func TestJobFinishedObservesDuration(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(jobDuration, "terrace_job_duration_seconds"); n != 1 {
 		t.Errorf("duration series = %d, want 1 (Failed had no start)", n)
+	}
+}
+
+func TestJobClock(t *testing.T) {
+	var c JobClock
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c.Start(key, "job-1", t0)
+	if d := c.Finish(key, "job-1", time.Time{}, t0.Add(1500*time.Millisecond)); d != 1500*time.Millisecond {
+		t.Errorf("duration = %v, want the exact 1.5s", d)
+	}
+	// Forgotten after Finish: the status's start is the fallback.
+	if d := c.Finish(key, "job-1", t0, t0.Add(3*time.Second)); d != 3*time.Second {
+		t.Errorf("fallback duration = %v", d)
+	}
+	// Another job's start does not count; no fallback: unknown.
+	c.Start(key, "job-1", t0)
+	if d := c.Finish(key, "job-2", time.Time{}, t0.Add(time.Second)); d >= 0 {
+		t.Errorf("duration of a job never seen = %v, want negative", d)
+	}
+	c.Start(key, "job-3", t0)
+	c.Forget(key)
+	if d := c.Finish(key, "job-3", time.Time{}, t0.Add(time.Second)); d >= 0 {
+		t.Errorf("duration after Forget = %v, want negative", d)
 	}
 }
