@@ -21,7 +21,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,73 +33,10 @@ import (
 	"github.com/terrace-dev/terrace/dt-binder/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
 
-// installRecorder turns tracing on with an in-memory span recorder until the
-// test ends.
-func installRecorder(t *testing.T) *tracetest.SpanRecorder {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		tracing.Install(nil)
-		_ = tp.Shutdown(context.Background())
-	})
-	return rec
-}
-
-// traceContext is the span context handed over in annotations.
-func traceContext(annotations map[string]string) trace.SpanContext {
-	return trace.SpanContextFromContext(tracing.Extract(context.Background(), annotations))
-}
-
-// spansOf returns the ended spans of trace id.
-func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID() == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// spanByID finds the span with id among spans.
-func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
-	for _, s := range spans {
-		if s.SpanContext().SpanID() == id {
-			return s
-		}
-	}
-	return nil
-}
-
-// expectParentsPresent: every span of the trace but its root has its parent
-// in the trace, and there is exactly one root.
-func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
-	roots := 0
-	for _, s := range spans {
-		if !s.Parent().IsValid() {
-			roots++
-			continue
-		}
-		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
-			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
-	}
-	g.Expect(roots).To(Equal(1), "one root span")
-}
-
-func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
-	for _, a := range s.Attributes() {
-		if string(a.Key) == key {
-			return a.Value.String()
-		}
-	}
-	return ""
-}
-
-// spanNames lists the names of spans whose parent is parent.
+// childNames lists the names of spans whose parent is parent.
 func childNames(spans []sdktrace.ReadOnlySpan, parent trace.SpanID) []string {
 	var names []string
 	for _, s := range spans {
@@ -203,7 +139,7 @@ func events(g Gomega, ns, name string) []string {
 // observed once (mode dynamic), the per-object phase series follow the
 // objects and go with them, and Events mark each step.
 func TestTracingDynamicProvisioning(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -216,20 +152,21 @@ func TestTracingDynamicProvisioning(t *testing.T) {
 	g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))
 	g.Expect(c.Annotations).To(HaveKey(tracing.TraceContextAnnotation))
 	handedOver := c.Annotations[tracing.TraceContextAnnotation]
-	root := traceContext(c.Annotations)
+	root := tracingtest.HandedOver(c.Annotations)
 	g.Expect(root.IsValid()).To(BeTrue(), "annotation %q", handedOver)
 
 	// The annotation names the binder's first reconcile of the claim: the
 	// root of the trace.
 	g.Eventually(func(g Gomega) {
-		s := spanByID(spansOf(rec, root.TraceID()), root.SpanID())
-		g.Expect(s).NotTo(BeNil())
+		s, err := tracingtest.Connected(tracingtest.Trace(rec, root.TraceID()))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.SpanContext().SpanID()).To(Equal(root.SpanID()))
 		g.Expect(s.Name()).To(Equal("DeploymentTargetClaim.Reconcile"))
 		g.Expect(s.Parent().IsValid()).To(BeFalse(), "the binder starts the claim's trace")
 		g.Expect(s.InstrumentationScope().Name).To(Equal(observability.TracerName))
-		g.Expect(spanAttr(s, "terrace.name")).To(Equal("c"))
-		g.Expect(spanAttr(s, "k8s.namespace.name")).To(Equal(ns))
-		g.Expect(spanAttr(s, "terrace.kind")).To(Equal("DeploymentTargetClaim"))
+		g.Expect(tracingtest.Attr(s, "terrace.name")).To(Equal("c"))
+		g.Expect(tracingtest.Attr(s, "k8s.namespace.name")).To(Equal(ns))
+		g.Expect(tracingtest.Attr(s, "terrace.kind")).To(Equal("DeploymentTargetClaim"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// Play the provisioner: it continues the claim's trace and creates the
@@ -240,7 +177,7 @@ func TestTracingDynamicProvisioning(t *testing.T) {
 	create(t, dt)
 	pspan.End()
 	targetTrace := dt.Annotations[tracing.TraceContextAnnotation]
-	g.Expect(traceContext(dt.Annotations).SpanID()).To(Equal(pspan.SpanContext().SpanID()))
+	g.Expect(tracingtest.HandedOver(dt.Annotations).SpanID()).To(Equal(pspan.SpanContext().SpanID()))
 
 	eventuallyTarget(t, ns, "provisioned", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
 	c = eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
@@ -249,17 +186,18 @@ func TestTracingDynamicProvisioning(t *testing.T) {
 		"the binder does not rewrite a provisioned target's trace context")
 
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, root.TraceID())
-		expectParentsPresent(g, spans)
+		spans := tracingtest.Trace(rec, root.TraceID())
+		_, err := tracingtest.Connected(spans)
+		g.Expect(err).NotTo(HaveOccurred())
 		var targetBound, claimBound bool
 		for _, s := range spans {
 			switch {
-			case s.Name() == "DeploymentTarget.Reconcile" && spanAttr(s, "terrace.phase") == "Bound":
+			case s.Name() == "DeploymentTarget.Reconcile" && tracingtest.Attr(s, "terrace.phase") == "Bound":
 				// The target's reconcile continues the provisioner's span.
 				g.Expect(s.Parent().SpanID()).To(Equal(pspan.SpanContext().SpanID()))
 				g.Expect(s.Parent().IsRemote()).To(BeTrue())
 				targetBound = true
-			case s.Name() == "DeploymentTargetClaim.Reconcile" && spanAttr(s, "terrace.phase") == "Bound":
+			case s.Name() == "DeploymentTargetClaim.Reconcile" && tracingtest.Attr(s, "terrace.phase") == "Bound":
 				claimBound = claimBound || slices.Contains(childNames(spans, s.SpanContext().SpanID()), "DeploymentTargetClaim.PatchStatus")
 				if s.SpanContext().SpanID() != root.SpanID() {
 					// Later reconciles continue the claim's trace from its annotation.
@@ -332,7 +270,7 @@ func patchLabel(t *testing.T, obj client.Object) {
 // reports it Bound) is part of the claim's trace. The bind latency is
 // observed once with mode static.
 func TestTracingStaticBinding(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
@@ -345,21 +283,22 @@ func TestTracingStaticBinding(t *testing.T) {
 	c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
 	dt := eventuallyTarget(t, ns, "wanted", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
 
-	root := traceContext(c.Annotations)
+	root := tracingtest.HandedOver(c.Annotations)
 	g.Expect(root.IsValid()).To(BeTrue())
-	claimed := traceContext(dt.Annotations)
+	claimed := tracingtest.HandedOver(dt.Annotations)
 	g.Expect(claimed.TraceID()).To(Equal(root.TraceID()), "the target carries the claim's trace")
 
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, root.TraceID())
-		expectParentsPresent(g, spans)
-		ct := spanByID(spans, claimed.SpanID())
-		g.Expect(ct).NotTo(BeNil())
+		spans := tracingtest.Trace(rec, root.TraceID())
+		_, err := tracingtest.Connected(spans)
+		g.Expect(err).NotTo(HaveOccurred())
+		var ct sdktrace.ReadOnlySpan
+		g.Expect(spans).To(ContainElement(HaveField("SpanContext().SpanID()", claimed.SpanID()), &ct))
 		g.Expect(ct.Name()).To(Equal("DeploymentTargetClaim.ClaimTarget"))
-		g.Expect(spanAttr(ct, "terrace.target")).To(Equal("wanted"))
+		g.Expect(tracingtest.Attr(ct, "terrace.target")).To(Equal("wanted"))
 		var targetBound bool
 		for _, s := range spans {
-			if s.Name() == "DeploymentTarget.Reconcile" && spanAttr(s, "terrace.phase") == "Bound" {
+			if s.Name() == "DeploymentTarget.Reconcile" && tracingtest.Attr(s, "terrace.phase") == "Bound" {
 				g.Expect(s.Parent().SpanID()).To(Equal(claimed.SpanID()))
 				targetBound = true
 			}

@@ -297,11 +297,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	s.claim.Finalizers = append(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
 	// The binder's first write on a claim starts the claim's trace for every
 	// controller that follows (no-op with tracing off).
-	s.claim.Annotations = observability.HandOver(ctx, s.claim.Annotations)
+	s.claim.Annotations = tracing.InjectOnce(ctx, s.claim.Annotations)
 	desired := s.claim.Status.DeepCopy()
-	spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "AddFinalizer")
+	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "AddFinalizer")
 	err := r.Client.Patch(spanCtx, s.claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	observability.EndSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
@@ -522,8 +522,8 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 		return apierrors.NewConflict(appstudiov1alpha1.SchemeGroupVersion.WithResource("deploymenttargets").GroupResource(),
 			t.Name, errors.New("being claimed by another claim"))
 	}
-	ctx, span := observability.StartSpan(ctx, observability.KindClaim, "ClaimTarget", attribute.String("terrace.target", t.Name))
-	defer func() { observability.EndSpan(span, err) }()
+	ctx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "ClaimTarget", attribute.String("terrace.target", t.Name))
+	defer func() { tracing.EndStep(span, err) }()
 	patched := t.DeepCopy()
 	patched.Spec.ClaimRef = &appstudiov1alpha1.DeploymentTargetClaimReference{Name: s.claim.Name}
 	// The claim's job goes on with the target (whose reconcile reports it
@@ -568,12 +568,12 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 		if t.Spec.ClaimRef != nil && t.DeletionTimestamp == nil {
 			patched := t.DeepCopy()
 			patched.Spec.ClaimRef = nil
-			spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
+			spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
 			err := r.Client.Patch(spanCtx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{}))
 			if apierrors.IsNotFound(err) {
 				err = nil
 			}
-			observability.EndSpan(span, err)
+			tracing.EndStep(span, err)
 			if err != nil {
 				return fmt.Errorf("releasing target %s: %w", t.Name, err)
 			}
@@ -587,12 +587,12 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 
 	if t.DeletionTimestamp == nil {
 		uid := t.UID
-		spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
+		spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
 		err := r.Client.Delete(spanCtx, t, client.Preconditions{UID: &uid})
 		if apierrors.IsNotFound(err) {
 			err = nil
 		}
-		observability.EndSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return fmt.Errorf("deleting target %s: %w", t.Name, err)
 		}
@@ -629,15 +629,15 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		obj := s.claim.DeepCopy()
 		obj.Status = s.before.Status
 		if obj.DeletionTimestamp == nil {
-			obj.Annotations = observability.HandOver(ctx, obj.Annotations)
+			obj.Annotations = tracing.InjectOnce(ctx, obj.Annotations)
 		}
-		spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "PatchMetadata")
+		spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "PatchMetadata")
 		err := r.Client.Patch(spanCtx, obj, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{}))
 		if err != nil && !apierrors.IsNotFound(err) {
-			observability.EndSpan(span, err)
+			tracing.EndStep(span, err)
 			return fmt.Errorf("patching claim metadata: %w", err)
 		}
-		observability.EndSpan(span, nil)
+		tracing.EndStep(span, nil)
 		if apierrors.IsNotFound(err) || (obj.DeletionTimestamp != nil && !hasFinalizer(obj)) {
 			s.gone = true
 			return nil // deleted by now: no status to write
@@ -654,14 +654,14 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.claim.Status = *desired
-	spanCtx, span := observability.StartSpan(ctx, observability.KindClaim, "PatchStatus",
+	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "PatchStatus",
 		tracing.AttrPhase.String(string(desired.Phase)))
 	err := r.Client.Status().Patch(spanCtx, s.claim, client.MergeFromWithOptions(statusBase, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) {
-		observability.EndSpan(span, err)
+		tracing.EndStep(span, err)
 		return fmt.Errorf("patching claim status: %w", err)
 	}
-	observability.EndSpan(span, nil)
+	tracing.EndStep(span, nil)
 	if apierrors.IsNotFound(err) {
 		s.gone = true
 		return nil

@@ -362,14 +362,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.target.Status) {
 		return nil
 	}
-	spanCtx, span := observability.StartSpan(ctx, observability.KindTarget, "PatchStatus",
+	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindTarget, "PatchStatus",
 		tracing.AttrPhase.String(string(s.target.Status.Phase)))
 	err := r.Client.Status().Patch(spanCtx, s.target, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) {
-		observability.EndSpan(span, err)
+		tracing.EndStep(span, err)
 		return fmt.Errorf("patching target status: %w", err)
 	}
-	observability.EndSpan(span, nil)
+	tracing.EndStep(span, nil)
 	if err != nil {
 		s.gone = true
 		return nil

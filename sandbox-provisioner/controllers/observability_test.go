@@ -17,8 +17,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,61 +26,10 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
-
-// installRecorder turns tracing on with an in-memory span recorder until the
-// test ends.
-func installRecorder(t *testing.T) *tracetest.SpanRecorder {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		tracing.Install(nil)
-		_ = tp.Shutdown(context.Background())
-	})
-	return rec
-}
-
-func traceContext(annotations map[string]string) trace.SpanContext {
-	return trace.SpanContextFromContext(tracing.Extract(context.Background(), annotations))
-}
-
-func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID() == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
-	for _, s := range spans {
-		if s.SpanContext().SpanID() == id {
-			return s
-		}
-	}
-	return nil
-}
-
-// expectParentsPresent: every span of the trace but its one root has its
-// parent in the trace.
-func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
-	roots := 0
-	for _, s := range spans {
-		if !s.Parent().IsValid() {
-			roots++
-			continue
-		}
-		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
-			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
-	}
-	g.Expect(roots).To(Equal(1), "one root span")
-}
 
 // eventsOf lists "<type>/<reason>" of the events regarding the object named name.
 func eventsOf(g Gomega, ns, name string) []string {
@@ -103,7 +50,7 @@ func eventsOf(g Gomega, ns, name string) []string {
 // continues the target's trace: one trace from the binder's span on, with
 // every parent link intact.
 func TestTracingHandOver(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	n := unique("trace")
@@ -127,17 +74,16 @@ func TestTracingHandOver(t *testing.T) {
 	// CreateSpaceRequest span, a child of its reconcile of the claim, a child
 	// of the binder's span.
 	sr := waitForOneSpaceRequest(t, c)
-	srTrace := traceContext(sr.Annotations)
+	srTrace := tracingtest.HandedOver(sr.Annotations)
 	g.Expect(srTrace.IsValid()).To(BeTrue(), "SpaceRequest annotations %v", sr.Annotations)
 	g.Expect(srTrace.TraceID()).To(Equal(traceID))
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, traceID)
-		create := spanByID(spans, srTrace.SpanID())
-		g.Expect(create).NotTo(BeNil())
+		spans := tracingtest.Trace(rec, traceID)
+		var create, reconcile sdktrace.ReadOnlySpan
+		g.Expect(spans).To(ContainElement(HaveField("SpanContext().SpanID()", srTrace.SpanID()), &create))
 		g.Expect(create.Name()).To(Equal("DeploymentTargetClaim.CreateSpaceRequest"))
 		g.Expect(create.InstrumentationScope().Name).To(Equal(sandbox.TracerName))
-		reconcile := spanByID(spans, create.Parent().SpanID())
-		g.Expect(reconcile).NotTo(BeNil())
+		g.Expect(spans).To(ContainElement(HaveField("SpanContext().SpanID()", create.Parent().SpanID()), &reconcile))
 		g.Expect(reconcile.Name()).To(Equal("DeploymentTargetClaim.Reconcile"))
 		g.Expect(reconcile.Parent().SpanID()).To(Equal(bspan.SpanContext().SpanID()))
 		g.Expect(reconcile.Parent().IsRemote()).To(BeTrue())
@@ -149,15 +95,16 @@ func TestTracingHandOver(t *testing.T) {
 	sspan.End()
 
 	dt := waitForTarget(t, c)
-	dtTrace := traceContext(dt.Annotations)
+	dtTrace := tracingtest.HandedOver(dt.Annotations)
 	g.Expect(dtTrace.TraceID()).To(Equal(traceID), "target annotations %v", dt.Annotations)
 	g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionedByAnnotation, appstudiov1alpha1.SandboxProvisioner))
 
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, traceID)
-		expectParentsPresent(g, spans)
-		create := spanByID(spans, dtTrace.SpanID())
-		g.Expect(create).NotTo(BeNil())
+		spans := tracingtest.Trace(rec, traceID)
+		_, err := tracingtest.Connected(spans)
+		g.Expect(err).NotTo(HaveOccurred())
+		var create sdktrace.ReadOnlySpan
+		g.Expect(spans).To(ContainElement(HaveField("SpanContext().SpanID()", dtTrace.SpanID()), &create))
 		g.Expect(create.Name()).To(Equal("DeploymentTargetClaim.CreateDeploymentTarget"))
 		// The provisioner's target reconciler continues the target's trace.
 		var targetReconciled bool
@@ -184,7 +131,7 @@ func TestTracingHandOver(t *testing.T) {
 // span; a Ready SpaceRequest without its Secret is CredentialsSecretMissing
 // (once per failure, not also ProvisioningFailed).
 func TestProvisioningFailureEvents(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	n := unique("fail")

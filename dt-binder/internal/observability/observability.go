@@ -1,25 +1,25 @@
 // Package observability holds the dt-binder's tracing and metric helpers: the
-// tracer, the kinds its spans and per-object metrics name, child spans, the
-// trace hand-over rule for claims, and the claim bind latency histogram.
+// tracer, the kinds its spans and per-object metrics name, links to other
+// objects' traces, and the claim bind latency histogram.
 //
 // Tracing is kit/tracing's: every reconcile is a "<Kind>.Reconcile" span
 // (tracing.StartReconcile) that continues the trace handed over in the
-// object's terrace.dev/trace-context annotation. Metrics are registered with
-// controller-runtime's registry, so they are served on the binary's /metrics.
+// object's terrace.dev/trace-context annotation, with a "<Kind>.<Step>" child
+// span per write (tracing.StartStep). The binder hands a claim's trace over
+// only in writes it makes anyway (tracing.InjectOnce): the first metadata
+// write on a claim (its finalizer, or the dt-provisioner mark) starts the
+// claim's trace for every controller that follows, and later reconciles never
+// rewrite it. Metrics are registered with controller-runtime's registry, so
+// they are served on the binary's /metrics.
 package observability
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -39,33 +39,6 @@ const (
 // than kept in a package variable, so that a tracer provider installed later
 // (tracing.Install in tests, or again after Install(nil)) is always the one used.
 func Tracer() trace.Tracer { return otel.Tracer(TracerName) }
-
-// StartSpan starts the child span "<kind>.<step>" of the span in ctx.
-func StartSpan(ctx context.Context, kind, step string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return Tracer().Start(ctx, kind+"."+step, trace.WithAttributes(attrs...))
-}
-
-// EndSpan records err, if any, on span and ends it.
-func EndSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// HandOver returns annotations with the trace context of ctx added, unless
-// they already carry a trace context. The binder calls it only on writes it
-// makes anyway, so the first metadata write on a claim (its finalizer, or the
-// dt-provisioner mark) starts the claim's trace for every controller that
-// follows, and later reconciles (which continue that trace) never rewrite it.
-// With tracing off it returns annotations unchanged (tracing.Inject).
-func HandOver(ctx context.Context, annotations map[string]string) map[string]string {
-	if _, ok := annotations[tracing.TraceContextAnnotation]; ok {
-		return annotations
-	}
-	return tracing.Inject(ctx, annotations)
-}
 
 // LinkTo adds to the span in ctx a link to the trace context handed over in
 // annotations (another object's), when there is one and tracing is on.
@@ -102,20 +75,11 @@ var bindDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.05, 2, 15),
 }, []string{"mode"})
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the dt-binder's metrics (and kit/metrics' shared
 // ones) with controller-runtime's registry. It is idempotent.
 func RegisterMetrics() {
 	metrics.Register()
-	registerOnce.Do(func() {
-		if err := ctrlmetrics.Registry.Register(bindDuration); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	})
+	metrics.MustRegister(bindDuration)
 }
 
 // Claims and Targets record phase transitions and the per-object phase gauge

@@ -274,7 +274,7 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 			appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
 		},
 	}
-	ctx, span := sandbox.StartSpan(ctx, sandbox.KindClaim, "CreateSpaceRequest", sandbox.AttrSpaceRequest.String(name))
+	ctx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindClaim, "CreateSpaceRequest", sandbox.AttrSpaceRequest.String(name))
 	// The SpaceRequest controller continues the claim's trace from here: the
 	// trace context goes into the create itself (nothing with tracing off).
 	if annotations := tracing.Inject(ctx, nil); len(annotations) > 0 {
@@ -288,7 +288,7 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 	}}
 	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
-	sandbox.EndSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("applying SpaceRequest %s: %w", name, err)
 	}
@@ -352,7 +352,7 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	name := sandbox.ObjectName(s.claim)
 	access := s.sr.Status.NamespaceAccess[0]
-	ctx, span := sandbox.StartSpan(ctx, sandbox.KindClaim, "CreateDeploymentTarget",
+	ctx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindClaim, "CreateDeploymentTarget",
 		sandbox.AttrTarget.String(name), sandbox.AttrSpaceRequest.String(s.sr.Name))
 	// The binder continues the claim's trace from the target: the trace
 	// context goes into the create itself (nothing with tracing off).
@@ -381,7 +381,7 @@ func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	}}
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
-	sandbox.EndSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
 	}

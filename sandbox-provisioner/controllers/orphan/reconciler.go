@@ -201,9 +201,9 @@ func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) 
 			s.sr.Labels[appstudiov1alpha1.ClaimLabel], className, policy)
 		return nil
 	}
-	spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindSpaceRequest, "DeleteOrphan")
+	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphan")
 	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, s.sr, client.Preconditions{UID: &s.sr.UID}))
-	sandbox.EndSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
 	}

@@ -179,9 +179,9 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	}
 	if sr.DeletionTimestamp.IsZero() {
-		spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindTarget, "DeleteSpaceRequest", sandbox.AttrSpaceRequest.String(name))
+		spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindTarget, "DeleteSpaceRequest", sandbox.AttrSpaceRequest.String(name))
 		err := client.IgnoreNotFound(r.Client.Delete(spanCtx, sr, client.Preconditions{UID: &sr.UID}))
-		sandbox.EndSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return fmt.Errorf("deleting SpaceRequest %s: %w", name, err)
 		}
@@ -216,11 +216,11 @@ func (r *Reconciler) confirmSpaceRequestGone(ctx context.Context, s *scope) erro
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
-	spanCtx, span := sandbox.StartSpan(ctx, sandbox.KindTarget, "RemoveFinalizer")
+	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindTarget, "RemoveFinalizer")
 	err := client.IgnoreNotFound(r.patchFinalizers(spanCtx, s.dt, func(o client.Object) bool {
 		return controllerutil.RemoveFinalizer(o, appstudiov1alpha1.TargetFinalizer)
 	}))
-	sandbox.EndSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}

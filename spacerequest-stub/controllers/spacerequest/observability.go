@@ -1,17 +1,12 @@
 package spacerequest
 
 import (
-	"context"
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/terrace-dev/terrace/kit/metrics"
 )
@@ -25,22 +20,9 @@ const Kind = "SpaceRequest"
 
 // tracer is looked up on every use rather than kept in a package variable,
 // so that the tracer provider installed last (tracing.Setup, or
-// tracing.Install in tests) is the one used.
+// tracing.Install in tests) is the one used. Child spans are
+// tracing.StartStep's: "SpaceRequest.<step>".
 func tracer() trace.Tracer { return otel.Tracer(TracerName) }
-
-// startSpan starts the child span "SpaceRequest.<step>" of the span in ctx.
-func startSpan(ctx context.Context, step string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return tracer().Start(ctx, Kind+"."+step, trace.WithAttributes(attrs...))
-}
-
-// endSpan records err, if any, on span and ends it.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
 
 // attrNamespace is the provisioned namespace on child spans (the standard
 // k8s.namespace.name attribute is the SpaceRequest's own namespace).
@@ -58,20 +40,11 @@ var provisioningDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.05, 2, 15),
 })
 
-var registerOnce sync.Once
-
 // registerMetrics registers the stub's metrics (and kit/metrics' shared
 // ones) with controller-runtime's registry. It is idempotent.
 func registerMetrics() {
 	metrics.Register()
-	registerOnce.Do(func() {
-		if err := ctrlmetrics.Registry.Register(provisioningDuration); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	})
+	metrics.MustRegister(provisioningDuration)
 }
 
 // phases records the SpaceRequests' per-object phase gauge and transitions

@@ -22,9 +22,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,59 +32,12 @@ import (
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
 )
 
 // consistency is how long a value must stay put.
 const consistency = 2 * time.Second
-
-// installRecorder turns tracing on with an in-memory span recorder until the
-// test ends.
-func installRecorder(t *testing.T) *tracetest.SpanRecorder {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		tracing.Install(nil)
-		_ = tp.Shutdown(context.Background())
-	})
-	return rec
-}
-
-func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID() == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func spanByID(spans []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
-	for _, s := range spans {
-		if s.SpanContext().SpanID() == id {
-			return s
-		}
-	}
-	return nil
-}
-
-// expectParentsPresent: every span of the trace but its one root has its
-// parent in the trace.
-func expectParentsPresent(g Gomega, spans []sdktrace.ReadOnlySpan) {
-	roots := 0
-	for _, s := range spans {
-		if !s.Parent().IsValid() {
-			roots++
-			continue
-		}
-		g.Expect(spanByID(spans, s.Parent().SpanID())).NotTo(BeNil(),
-			"span %s (%s) has parent %s, which is not in the trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
-	}
-	g.Expect(roots).To(Equal(1), "one root span")
-}
 
 // eventsOf lists "<type>/<reason>" of the events regarding the object named name.
 func eventsOf(g Gomega, ns, name string) []string {
@@ -189,7 +139,7 @@ func touch(t *testing.T, key client.ObjectKey) {
 // provisioning duration is observed once; the per-object phase series follows
 // the Ready reason and goes with the SpaceRequest; Events mark each step.
 func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := env.Client
@@ -210,8 +160,9 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, traceID)
-		expectParentsPresent(g, spans)
+		spans := tracingtest.Trace(rec, traceID)
+		_, err := tracingtest.Connected(spans)
+		g.Expect(err).NotTo(HaveOccurred())
 		var steps []string
 		var provisionedSeen bool
 		for _, s := range spans {
@@ -226,10 +177,8 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 					steps = append(steps, child.Name())
 				}
 			}
-			for _, a := range s.Attributes() {
-				if a.Key == tracing.AttrPhase && a.Value.AsString() == toolchainv1alpha1.ReasonProvisioned {
-					provisionedSeen = true
-				}
+			if tracingtest.Attr(s, string(tracing.AttrPhase)) == toolchainv1alpha1.ReasonProvisioned {
+				provisionedSeen = true
 			}
 		}
 		g.Expect(steps).To(ContainElements("SpaceRequest.AddFinalizer", "SpaceRequest.ApplyNamespace", "SpaceRequest.ApplyServiceAccount",
@@ -269,8 +218,9 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 	g.Eventually(func() (int, error) { return testutil.GatherAndCount(inNamespace(team), "terrace_object_phase") }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "the per-object series goes with the SpaceRequest")
 	g.Eventually(func(g Gomega) {
-		spans := spansOf(rec, traceID)
-		expectParentsPresent(g, spans)
+		spans := tracingtest.Trace(rec, traceID)
+		_, err := tracingtest.Connected(spans)
+		g.Expect(err).NotTo(HaveOccurred())
 		var names []string
 		for _, s := range spans {
 			names = append(names, s.Name())
@@ -287,7 +237,7 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 // reconcile span. Once it is gone the SpaceRequest turns Provisioned, and the
 // provisioning duration is observed once.
 func TestProvisioningFailureIsAnEventAndAnErrorSpan(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := env.Client
@@ -314,7 +264,7 @@ func TestProvisioningFailureIsAnEventAndAnErrorSpan(t *testing.T) {
 		Should(ContainElement("Warning/" + spacerequest.EventProvisioningFailed))
 	g.Eventually(func(g Gomega) {
 		var failed bool
-		for _, s := range spansOf(rec, pspan.SpanContext().TraceID()) {
+		for _, s := range tracingtest.Trace(rec, pspan.SpanContext().TraceID()) {
 			if s.Name() == "SpaceRequest.Reconcile" && s.Status().Code == codes.Error {
 				failed = true
 			}

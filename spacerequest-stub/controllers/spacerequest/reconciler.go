@@ -313,14 +313,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, before *toolchai
 	if string(data) == "{}" {
 		return nil
 	}
-	ctx, span := startSpan(ctx, "UpdateStatus", tracing.AttrPhase.String(readyReason(sr)))
+	ctx, span := tracing.StartStep(ctx, tracer(), Kind, "UpdateStatus", tracing.AttrPhase.String(readyReason(sr)))
 	err = r.Client.Status().Patch(ctx, sr, patch)
 	if apierrors.IsNotFound(err) {
-		endSpan(span, nil)
+		tracing.EndStep(span, nil)
 		s.gone = true
 		return nil
 	}
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("patching status of SpaceRequest %s: %w", Key(sr), err)
 	}
@@ -374,18 +374,18 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.
 	if !mutate(sr) {
 		return nil
 	}
-	ctx, span := startSpan(ctx, step)
+	ctx, span := tracing.StartStep(ctx, tracer(), Kind, step)
 	err := r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	endSpan(span, client.IgnoreNotFound(err))
+	tracing.EndStep(span, client.IgnoreNotFound(err))
 	return err
 }
 
 // apply is a server-side apply of the stub's field manager, as the child
 // span "SpaceRequest.<step>".
 func (r *Reconciler) apply(ctx context.Context, step, namespace string, obj runtime.ApplyConfiguration) error {
-	ctx, span := startSpan(ctx, step, attrNamespace.String(namespace))
+	ctx, span := tracing.StartStep(ctx, tracer(), Kind, step, attrNamespace.String(namespace))
 	err := r.Client.Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	return err
 }
 
@@ -546,9 +546,9 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 		}
 	}
 
-	ctx, span := startSpan(ctx, "IssueCredentials", attrNamespace.String(ns))
+	ctx, span := tracing.StartStep(ctx, tracer(), Kind, "IssueCredentials", attrNamespace.String(ns))
 	res, err := r.issueCredentials(ctx, s, ns, name, credHash, now)
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	return res, err
 }
 
@@ -669,9 +669,9 @@ func (r *Reconciler) deleteSecret(ctx context.Context, s *scope) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
 	}
-	spanCtx, span := startSpan(ctx, "DeleteSecret")
+	spanCtx, span := tracing.StartStep(ctx, tracer(), Kind, "DeleteSecret")
 	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, secret, client.Preconditions{UID: &secret.UID}))
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting Secret %s/%s: %w", s.sr.Namespace, name, err)
 	}
@@ -695,9 +695,9 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	if ns.DeletionTimestamp.IsZero() {
-		spanCtx, span := startSpan(ctx, "DeleteNamespace", attrNamespace.String(name))
+		spanCtx, span := tracing.StartStep(ctx, tracer(), Kind, "DeleteNamespace", attrNamespace.String(name))
 		err := client.IgnoreNotFound(r.Client.Delete(spanCtx, ns, client.Preconditions{UID: &ns.UID}))
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting namespace %s: %w", name, err)
 		}
