@@ -4,13 +4,17 @@ go 1.26.0
 
 replace (
 	github.com/terrace-dev/terrace/apis => ../apis
+	github.com/terrace-dev/terrace/bench => ../bench
 	github.com/terrace-dev/terrace/kit => ../kit
 )
 
 require (
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.70.0
 	github.com/terrace-dev/terrace/apis v0.0.0-00010101000000-000000000000
+	github.com/terrace-dev/terrace/bench v0.0.0-00010101000000-000000000000
 	github.com/terrace-dev/terrace/kit v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.0
 	k8s.io/apimachinery v0.37.0
@@ -54,8 +58,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.24.0 // indirect
-	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

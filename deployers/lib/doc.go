@@ -27,8 +27,10 @@
 //     managing execution and metadata.generation != status.observedGeneration,
 //     or (d) operation: force-reconcile is set on a finished item. Starting
 //     removes reconcile-time, sets phase Init, lastReconcileTime,
-//     observedGeneration, status.deployer and the finalizer, writes, and ends
-//     the reconcile; the status event starts the next one.
+//     observedGeneration, status.deployer and the finalizer, and goes on with
+//     the steps below in the same reconcile: a synchronous deployer's job
+//     starts and ends in one status write (Init is only written when a hook
+//     stops the reconcile before the work).
 //  4. Should reconcile: only items in a job (Init, Progressing, Deleting),
 //     being deleted, or carrying operation abort/force-reconcile. A non-nil
 //     ShouldReconcile hook result with AbortReconcile false forces a reconcile
@@ -59,12 +61,16 @@
 // as a second, metadata-only merge patch with a resourceVersion
 // precondition, so a value written meanwhile (a new operation annotation) is
 // never removed by mistake. The status write precedes the metadata write,
-// so a crash in between never loses a started job.
+// so a crash in between never loses a started job. The deployer remembers the
+// resourceVersions its last writes replaced; a reconcile that finds one of
+// them in the cache waits for the cache instead of writing (which could only
+// conflict).
 //
-// Every phase transition and every error is recorded as a Kubernetes Event on
-// the item (reasons: JobStarted, Progressing, Succeeded, Failed, Deleting,
-// Deleted, Aborted, ReconcileFailed, DeleteFailed, InvalidConfiguration, …),
-// once the write that makes the transition succeeded.
+// Outcomes and problems are recorded as Kubernetes Events on the item
+// (reasons: Succeeded, Failed, Deleting, Deleted, Aborted, ReconcileFailed,
+// DeleteFailed, InvalidConfiguration, …), once the write that makes the
+// transition succeeded. Job starts and Progressing are not events (logs, the
+// trace and terrace_jobs_started_total record them).
 //
 // # Observability
 //

@@ -22,6 +22,9 @@ import (
 func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	owner := client.FieldOwner(r.opts.Name)
 	latest := s.orig
+	key := client.ObjectKeyFromObject(s.orig)
+	var replaced []string
+	defer func() { r.recordWrites(key, replaced) }()
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.item.Status) {
 		obj := s.orig.DeepCopy()
 		obj.Status = s.item.Status
@@ -57,6 +60,11 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		}
 		if s.orig.Status.Phase != s.item.Status.Phase {
 			s.log.Info("phase changed", "from", s.orig.Status.Phase, "to", s.item.Status.Phase, "jobID", s.item.Status.JobID, "jobIDFinished", s.item.Status.JobIDFinished)
+		}
+		// A write that changed nothing on the server (e.g. a time equal at
+		// second precision) keeps the resourceVersion: nothing was replaced.
+		if obj.ResourceVersion != s.orig.ResourceVersion {
+			replaced = append(replaced, s.orig.ResourceVersion)
 		}
 		latest = obj
 	}
@@ -97,6 +105,9 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	p := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Patch(ctx, obj, p, client.FieldOwner(r.opts.Name)); err != nil {
 		return fmt.Errorf("writing metadata of deploy item: %w", err)
+	}
+	if obj.ResourceVersion != base.ResourceVersion {
+		replaced = append(replaced, base.ResourceVersion)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -69,7 +70,13 @@ type Reconciler struct {
 	// metrics records the shared job and phase metrics (kind DeployItem).
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
-	clock *jobClock
+	clock *metrics.JobClock
+	// superseded remembers, per item, the resourceVersions this deployer's
+	// last writes replaced (types.NamespacedName → []string). A reconcile
+	// that finds one of them in the cache works from a copy older than the
+	// deployer's own write: it waits for the cache instead of computing a
+	// write that could only conflict.
+	superseded sync.Map
 }
 
 // cacheRunnable makes the manager start the item cache with its other caches,
@@ -146,7 +153,7 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 		recorder: mgr.GetEventRecorder(opts.Name),
 		now:      time.Now,
 		metrics:  metrics.For(Kind),
-		clock:    &jobClock{},
+		clock:    &metrics.JobClock{},
 	}, nil
 }
 
@@ -252,6 +259,10 @@ type scope struct {
 	after []func()
 	// discard drops after: a write failed.
 	discard bool
+	// started: this reconcile started a job (and goes on to work on it);
+	// what s.orig says about the previous job (phase, lastError) does not
+	// apply to it.
+	started bool
 
 	// hookResult aggregates the results of every hook type run so far.
 	hookResult *extension.HookResult
@@ -284,6 +295,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			r.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.isSuperseded(req.NamespacedName, item.ResourceVersion) {
+		// The cache has not caught up with this deployer's own last write
+		// yet; its watch event (or this requeue, should the event be
+		// filtered) brings the current copy.
+		log.V(1).Info("cached deploy item older than the deployer's last write; waiting for the cache", "resourceVersion", item.ResourceVersion)
+		return reconcile.Result{RequeueAfter: staleCacheRequeue}, nil
 	}
 	s.orig, s.item = item, item.DeepCopy()
 
@@ -353,17 +371,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // forget drops what the deployer keeps about an item it no longer serves.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
-	r.clock.forget(key)
+	r.clock.Forget(key)
+	r.superseded.Delete(key)
+}
+
+// staleCacheRequeue is how soon a reconcile that found a copy older than
+// the deployer's own last write looks again.
+const staleCacheRequeue = 50 * time.Millisecond
+
+// recordWrites remembers the resourceVersions the reconcile's writes
+// replaced (all but the newest, which the item has now).
+func (r *Reconciler) recordWrites(key types.NamespacedName, replaced []string) {
+	if len(replaced) == 0 {
+		return
+	}
+	r.superseded.Store(key, replaced)
+}
+
+// isSuperseded reports whether rv is one the deployer's last writes replaced.
+func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
+	v, ok := r.superseded.Load(key)
+	if !ok {
+		return false
+	}
+	return slices.Contains(v.([]string), rv)
 }
 
 // doReconcile runs the phases after responsibility: contract, should-reconcile,
 // the deployer operation, End hooks.
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Result, error) {
-	// 3. Contract: annotations, job IDs, generation.
-	if started := r.handleContract(ctx, s); started {
-		r.event(s, corev1.EventTypeNormal, ReasonJobStarted, "started job %s", s.item.Status.JobID)
-		return s.finalResult(), nil
-	}
+	// 3. Contract: annotations, job IDs, generation. A job that starts is
+	// worked on in this same reconcile: a synchronous deployer (the mock, a
+	// manifest apply that needs no waiting) writes the final phase in the
+	// one status write that also starts the job (Init is not written on its
+	// own: the first write shows Progressing, Succeeded or Failed).
+	// (No event: a job start is no outcome; the log line, the trace and
+	// terrace_jobs_started_total record it.)
+	s.started = r.handleContract(ctx, s)
 
 	// 4. Should reconcile.
 	should := r.shouldReconcile(s)
@@ -428,6 +472,15 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope, ht extension.HookTy
 	}
 	s.hookResult = extension.AggregateHookResults(ht, s.hookResult, hr)
 	return hr.AbortReconcile, nil
+}
+
+// prevError is the lastError of the job this reconcile works on as the
+// reconcile found it: none when the reconcile started the job.
+func (s *scope) prevError() *lsv1alpha1.Error {
+	if s.started {
+		return nil
+	}
+	return s.orig.Status.LastError
 }
 
 // finalResult merges the hooks' result with the deployer's requeue request.
@@ -622,7 +675,7 @@ func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
 		}
 	}
 	s.after = append(s.after, func() {
-		r.clock.start(key, job, now.Time)
+		r.clock.Start(key, job, now.Time)
 		r.metrics.JobStarted()
 		if latency >= 0 {
 			pickupLatency.WithLabelValues(r.opts.Name).Observe(latency.Seconds())
@@ -690,9 +743,9 @@ func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 	if stop, err := r.runHooks(ctx, s, extension.BeforeAbortHook); err != nil || stop {
 		return true, err
 	}
-	actx, span := startSpan(ctx, "Abort", AttrDeployer.String(r.opts.Name))
+	actx, span := tracing.StartStep(ctx, tracer(), Kind, "Abort", AttrDeployer.String(r.opts.Name))
 	res, err := r.deployer.Abort(actx, r.request(s, false))
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	if err == nil && res.Pending {
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
 		return false, nil
@@ -737,7 +790,7 @@ func (r *Reconciler) runReconcile(ctx context.Context, s *scope, before extensio
 	if err == nil {
 		req := r.request(s, forced)
 		// The deployer's work is a span of its own: "DeployItem.Apply".
-		actx, span := startSpan(ctx, "Apply", AttrDeployer.String(r.opts.Name), attribute.String("terrace.operation", operation))
+		actx, span := tracing.StartStep(ctx, tracer(), Kind, "Apply", AttrDeployer.String(r.opts.Name), attribute.String("terrace.operation", operation))
 		if operation == OperationForceReconcile {
 			res, err = r.deployer.ForceReconcile(actx, req)
 		} else {
@@ -746,7 +799,7 @@ func (r *Reconciler) runReconcile(ctx context.Context, s *scope, before extensio
 		if res.Pending {
 			span.SetAttributes(attribute.Bool("terrace.pending", true))
 		}
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 	}
 	r.outcome(s, operation, lsv1alpha1.PhaseProgressing, ReasonReconcileFailed, res, err)
 	return false, nil
@@ -773,9 +826,9 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 	if err != nil {
 		err = fmt.Errorf("%w; to delete the item without uninstalling, annotate it with %s: \"true\"", err, lsv1alpha1.DeleteWithoutUninstallAnnotation)
 	} else {
-		dctx, span := startSpan(ctx, "Delete", AttrDeployer.String(r.opts.Name))
+		dctx, span := tracing.StartStep(ctx, tracer(), Kind, "Delete", AttrDeployer.String(r.opts.Name))
 		res, err = r.deployer.Delete(dctx, r.request(s, false))
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 	}
 	if err == nil && !res.Pending {
 		s.removeFinalizer = true
@@ -804,9 +857,6 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 		}
 		r.setReady(s, metav1.ConditionTrue, ReasonSucceeded, msg)
 	case err == nil:
-		if di.Status.Phase != running {
-			r.event(s, corev1.EventTypeNormal, ReasonProgressing, "%s", res.Message)
-		}
 		// Pending work is bounded by the deployer itself (it gets the
 		// deadline in the Request): the mock's "Progressing" must stay
 		// pending until the execution controller aborts it.
@@ -826,7 +876,7 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 		// Retry: stay in the running phase, report the error, back off.
 		di.Status.Phase = running
 		backoff := minBackoff
-		if le := s.orig.Status.LastError; le != nil && le.Reason == reason {
+		if le := s.prevError(); le != nil && le.Reason == reason {
 			backoff = min(max(2*r.now().Sub(le.LastTransitionTime.Time), minBackoff), maxBackoff)
 		}
 		if !dl.IsZero() {
@@ -843,18 +893,18 @@ func (r *Reconciler) finish(s *scope, phase lsv1alpha1.Phase) {
 	di := s.item
 	di.Status.Phase = phase
 	di.Status.JobIDFinished = di.Status.JobID
-	if phase == lsv1alpha1.PhaseSucceeded && s.orig.Status.Phase != lsv1alpha1.PhaseSucceeded {
+	if phase == lsv1alpha1.PhaseSucceeded && (s.started || s.orig.Status.Phase != lsv1alpha1.PhaseSucceeded) {
 		r.event(s, corev1.EventTypeNormal, ReasonSucceeded, "job %s succeeded", di.Status.JobID)
 	}
 	// A job (Init, Progressing) ends; a failed deletion is no job.
-	if p := s.orig.Status.Phase; p == lsv1alpha1.PhaseInit || p == lsv1alpha1.PhaseProgressing {
+	if p := s.orig.Status.Phase; s.started || p == lsv1alpha1.PhaseInit || p == lsv1alpha1.PhaseProgressing {
 		key, job, now := client.ObjectKeyFromObject(di), di.Status.JobID, r.now()
 		var fallback time.Time
 		if di.Status.LastReconcileTime != nil {
 			fallback = di.Status.LastReconcileTime.Time
 		}
 		s.after = append(s.after, func() {
-			r.metrics.JobFinished(string(phase), r.clock.finish(key, job, fallback, now))
+			r.metrics.JobFinished(string(phase), r.clock.Finish(key, job, fallback, now))
 		})
 	}
 }
@@ -869,7 +919,7 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 	if operation == OperationDelete {
 		transition = ReasonDeleteFailed
 	}
-	if transition != reason && s.orig.Status.Phase != lsv1alpha1.PhaseFailed {
+	if transition != reason && (s.started || s.orig.Status.Phase != lsv1alpha1.PhaseFailed) {
 		r.event(s, corev1.EventTypeWarning, transition, "job %s ended Failed (%s)", s.item.Status.JobID, reason)
 	}
 }
@@ -879,7 +929,7 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 func (r *Reconciler) setError(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
 	di := s.item
 	now := metav1.NewTime(r.now())
-	prev := s.orig.Status.LastError
+	prev := s.prevError()
 	if prev != nil && prev.Operation == operation && prev.Reason == reason && prev.Message == message && slices.Equal(prev.Codes, codes) {
 		di.Status.LastError = prev.DeepCopy()
 	} else {

@@ -69,7 +69,6 @@ import (
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,6 +77,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // Type is the deploy-item type the manifest deployer serves.
@@ -169,16 +169,16 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 		return lib.Result{}, err
 	}
 	prev := previousResources(di)
-	sctx, span := startSpan(ctx, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
+	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
 	managed, applied, applyErr := d.apply(sctx, c, cfg)
-	endSpan(span, applyErr)
+	tracing.EndStep(span, applyErr)
 	if applyErr != nil {
 		return lib.Result{}, applyErr
 	}
 	if gone := dropped(prev, managed); len(gone) > 0 {
-		sctx, span := startSpan(ctx, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
+		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
 		_, err := d.deleteResources(sctx, c, gone)
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return lib.Result{}, err
 		}
@@ -190,12 +190,12 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
 
-	sctx, span = startSpan(ctx, "CheckReadiness")
+	sctx, span = tracing.StartStep(ctx, tracer(), lib.Kind, "CheckReadiness")
 	notReady, err := d.checkReadiness(sctx, c, cfg, applied)
 	if notReady != "" {
 		span.SetAttributes(attribute.String("terrace.not_ready", notReady))
 	}
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -245,9 +245,9 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 		if err != nil {
 			return lib.Result{}, err
 		}
-		sctx, span := startSpan(ctx, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
+		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
 		done, err := d.deleteResources(sctx, c, prev)
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return lib.Result{}, err
 		}
@@ -293,16 +293,6 @@ var ContinuousReconcileHook = extension.ReconcileExtensionHookSetup{
 // "DeployItem.CheckReadiness".
 const TracerName = "github.com/terrace-dev/terrace/deployers/manifest"
 
-// startSpan starts a span for one step; the tracer is looked up per call, as
-// the global provider may be installed after the deployer was built.
-func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return otel.Tracer(TracerName).Start(ctx, lib.Kind+"."+name, trace.WithAttributes(attrs...))
-}
-
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
+// tracer is looked up per call, as the global provider may be installed
+// after the deployer was built.
+func tracer() trace.Tracer { return otel.Tracer(TracerName) }

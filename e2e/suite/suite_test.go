@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Bounds of every wait in the suite. Jobs take well under a second when the
@@ -27,7 +28,14 @@ func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(timeout)
 	SetDefaultEventuallyPollingInterval(poll)
-	RunSpecs(t, "Terrace e2e")
+	logf.SetLogger(GinkgoLogr)
+	// End before `go test -timeout` does: its panic would skip AfterSuite and
+	// leave the local environment's processes running.
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if deadline, ok := t.Deadline(); ok {
+		suiteConfig.Timeout = time.Until(deadline) - 2*time.Minute
+	}
+	RunSpecs(t, "Terrace e2e", suiteConfig, reporterConfig)
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {

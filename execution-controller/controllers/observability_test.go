@@ -1,17 +1,14 @@
 package controllers_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,61 +19,18 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
 
 // Tracing is process-global (tracing.Install): the tests of this package
 // run one at a time, each with its own manager, and tracing is switched on
 // before a test's manager starts and off after it stopped.
 
-func installRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracing.Install(tp)
-	// Registered before startManager: cleanups run in reverse, so the
-	// manager has stopped when tracing goes off.
-	t.Cleanup(func() {
-		tracing.Install(nil)
-		_ = tp.Shutdown(context.Background())
-	})
-	return tp, rec
-}
-
-func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
-	for _, kv := range s.Attributes() {
-		if kv.Key == key {
-			return kv.Value.String()
-		}
-	}
-	return ""
-}
-
-// parentsPresent reports spans of the trace whose parent is not in it
-// (other than the trace's root, or a parent in the allowed set).
-func parentsMissing(spans []sdktrace.ReadOnlySpan, traceID trace.TraceID, allowed ...trace.SpanID) []string {
-	ids := map[trace.SpanID]bool{}
-	for _, id := range allowed {
-		ids[id] = true
-	}
-	for _, s := range spans {
-		if s.SpanContext().TraceID() == traceID {
-			ids[s.SpanContext().SpanID()] = true
-		}
-	}
-	var missing []string
-	for _, s := range spans {
-		if s.SpanContext().TraceID() == traceID && s.Parent().IsValid() && !ids[s.Parent().SpanID()] {
-			missing = append(missing, s.Name())
-		}
-	}
-	return missing
-}
-
 // A root execution's job is a trace of its own: the reconcile that started
 // it is the root, the execution keeps it in its annotation, the items are
 // handed it with the job, and the deployer's spans join it.
 func TestRootExecutionJobIsOneTrace(t *testing.T) {
-	_, rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	ns := newNamespace(t)
 	startManager(t, ns, testOptions())
 	g := NewWithT(t)
@@ -91,7 +45,7 @@ func TestRootExecutionJobIsOneTrace(t *testing.T) {
 		root = nil
 		spans := rec.Ended()
 		for _, s := range spans {
-			if s.Name() == "Execution.Reconcile" && spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == job && !s.Parent().IsValid() {
+			if s.Name() == "Execution.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == job && !s.Parent().IsValid() {
 				g.Expect(root).To(BeNil(), "one root")
 				root = s
 			}
@@ -100,15 +54,16 @@ func TestRootExecutionJobIsOneTrace(t *testing.T) {
 		traceID := root.SpanContext().TraceID()
 		kinds := map[string]bool{}
 		for _, s := range spans {
-			if spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == job {
-				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), spanAttr(s, tracing.AttrName))
-				kinds[spanAttr(s, tracing.AttrKind)+"/"+spanAttr(s, tracing.AttrName)] = true
+			if tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == job {
+				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), tracingtest.Attr(s, string(tracing.AttrName)))
+				kinds[tracingtest.Attr(s, string(tracing.AttrKind))+"/"+tracingtest.Attr(s, string(tracing.AttrName))] = true
 			}
 		}
 		g.Expect(kinds).To(HaveKey("Execution/traced"))
 		g.Expect(kinds).To(HaveKey("DeployItem/traced-a"))
 		g.Expect(kinds).To(HaveKey("DeployItem/traced-b"))
-		g.Expect(parentsMissing(spans, traceID)).To(BeEmpty())
+		_, err := tracingtest.Connected(tracingtest.Trace(rec, traceID))
+		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 
 	want := root.SpanContext().TraceID().String()
@@ -121,7 +76,7 @@ func TestRootExecutionJobIsOneTrace(t *testing.T) {
 // An execution handed a job (by its installation) continues the trace
 // handed with it, keeps the annotation as handed, and hands it on.
 func TestHandedOverTraceIsContinued(t *testing.T) {
-	tp, rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	ns := newNamespace(t)
 	startManager(t, ns, testOptions())
 	g := NewWithT(t)
@@ -131,7 +86,7 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 
 	// What the installation controller does: the trace context, then the job.
-	hctx, handing := tp.Tracer("test").Start(ctx, "Installation.ObjectsCreated")
+	hctx, handing := otel.Tracer("test").Start(ctx, "Installation.ObjectsCreated")
 	annotation := tracing.Inject(hctx, nil)[tracing.TraceContextAnnotation]
 	handing.End()
 	cur := getExec(g, exec)
@@ -149,8 +104,8 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 		spans := rec.Ended()
 		n := 0
 		for _, s := range spans {
-			if spanAttr(s, tracing.AttrNamespace) == ns && spanAttr(s, tracing.AttrJobID) == "job-from-installation" {
-				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), spanAttr(s, tracing.AttrName))
+			if tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == "job-from-installation" {
+				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "%s %s", s.Name(), tracingtest.Attr(s, string(tracing.AttrName)))
 				if s.Name() == "Execution.Reconcile" {
 					g.Expect(s.Parent().SpanID()).To(Equal(handing.SpanContext().SpanID()))
 				}
@@ -158,7 +113,8 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 			}
 		}
 		g.Expect(n).To(BeNumerically(">=", 3))
-		g.Expect(parentsMissing(spans, traceID)).To(BeEmpty())
+		_, err := tracingtest.Connected(tracingtest.Trace(rec, traceID))
+		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	g.Expect(getItem(g, ns, "owned", "a").Annotations[tracing.TraceContextAnnotation]).To(ContainSubstring(traceID.String()))
 }
@@ -302,7 +258,9 @@ func TestExecutionMetrics(t *testing.T) {
 	g.Eventually(executionMetrics).WithTimeout(eventually).WithPolling(poll).Should(Equal(want))
 	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).Should(BeEmpty())
 	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "measured") }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements("Normal JobStarted", "Normal Succeeded", "Normal Deleted"))
+		Should(ContainElements("Normal Succeeded", "Normal Deleted"))
+	// Events are for outcomes and problems: no per-job or per-item ones.
+	g.Expect(eventsOf(g, ns, "measured")).NotTo(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted"))
 }
 
 // A failed item fails the execution: its events name the cause
@@ -315,9 +273,10 @@ func TestExecutionEventsOnFailure(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
 	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "failing") }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted", "Warning DeployItemsFailed", "Warning Failed"))
+		Should(ContainElements("Warning DeployItemsFailed", "Warning Failed"))
 	evs := eventsOf(g, ns, "failing")
-	for _, e := range []string{"Normal JobStarted", "Warning DeployItemsFailed", "Warning Failed"} {
+	g.Expect(evs).NotTo(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted"))
+	for _, e := range []string{"Warning DeployItemsFailed", "Warning Failed"} {
 		n := 0
 		for _, got := range evs {
 			if got == e {

@@ -261,7 +261,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	s.gone = true
 	st := &s.exec.Status
 	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
-		r.metrics.JobFinished(ReasonDeleted, r.clock.finish(client.ObjectKeyFromObject(s.exec), st.JobID, st, r.Now()))
+		r.metrics.JobFinished(ReasonDeleted, r.clock.Finish(client.ObjectKeyFromObject(s.exec), st.JobID, jobStartTime(st), r.Now()))
 	}
 	logf.FromContext(ctx).Info("all deploy items deleted; execution released")
 	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonDeleted, "Delete", "all deploy items deleted")

@@ -21,7 +21,9 @@ const ExportSecretKey = "export"
 
 // gatherExports collects the exports of the items (the Secrets their
 // status.exportRef names) into one DataObject, {<item name>: <value>}, and
-// points status.exportRef at it. Items without exportRef contribute nothing.
+// points status.exportRef at it. Items without exportRef contribute nothing;
+// when no item exports anything (and no earlier job did), there is no
+// DataObject and no status.exportRef.
 func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	data := map[string]any{}
 	for _, t := range s.exec.Spec.DeployItems {
@@ -44,6 +46,11 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 		data[t.Name] = v
 	}
 
+	if len(data) == 0 && s.exec.Status.ExportReference == nil {
+		// Nothing exported, and no earlier job's exports to clear: no
+		// DataObject (and no request).
+		return nil
+	}
 	name := ExportsObjectName(s.exec.Name)
 	cur := &lsv1alpha1.DataObject{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,14 +235,15 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
 			return fmt.Errorf("reading applied deploy item %s: %w", t.Name, err)
 		}
+		// The apply's response is the whole object as the server has it now
+		// (status and resourceVersion included): the hand-over that may
+		// follow in this reconcile is guarded by that resourceVersion.
 		if cur == nil {
 			log.Info("created deploy item", "item", t.Name, "deployItem", applied.Name)
-			r.Recorder.Eventf(s.exec, nil, "Normal", EventItemCreated, "Create", "created deploy item %s (%s)", applied.Name, t.Name)
 			s.items[t.Name] = applied
 		} else {
 			log.Info("updated deploy item", "item", t.Name, "deployItem", applied.Name)
-			// keep the status we know; the spec is what changed
-			cur.Spec = applied.Spec
+			*cur = *applied
 		}
 	}
 	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(s.exec.Spec.DeployItems))
@@ -262,40 +264,56 @@ const ReconcileTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // handOver gives job to the item: first the reconcile-time annotation (so a
 // deployer that picks the job up at once finds it to remove), then
-// status.jobID. A live read guards against handing the same job twice from a
-// stale cache: re-stamping reconcile-time after the deployer removed it would
-// fire a false pickup timeout.
+// status.jobID. The annotation patch carries the resourceVersion of the copy
+// the decision was made on (the cache, or the response of this reconcile's
+// apply): if the item changed since — e.g. the job was handed over already
+// and the deployer removed reconcile-time — the patch conflicts and nothing
+// is written (re-stamping reconcile-time then would fire a false pickup
+// timeout); the newer version's watch event brings the next reconcile.
 func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, job string) (bool, error) {
-	live := &lsv1alpha1.DeployItem{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(di), live); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	if live.Status.JobID == job {
-		*di = *live
+	if di.Status.JobID == job {
 		return false, nil
 	}
+	key := client.ObjectKeyFromObject(di)
+	if v, ok := r.handedOver.Load(key); ok && slices.Contains(v.([]string), di.ResourceVersion) {
+		// The cache still shows the item from before this controller's own
+		// hand-over: the job is handed already (a write now could only conflict).
+		return false, nil
+	}
+	item := di.DeepCopy()
 	stamp := r.Now().UTC().Format(ReconcileTimeFormat)
 	set := map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: &stamp}
 	// The deployer continues this job's trace: the span context goes into the
 	// same write (only while tracing is on).
-	if tc, ok := tracing.Inject(ctx, live.Annotations)[tracing.TraceContextAnnotation]; ok {
+	if tc, ok := tracing.Inject(ctx, item.Annotations)[tracing.TraceContextAnnotation]; ok {
 		set[tracing.TraceContextAnnotation] = &tc
 	}
-	if err := patch.Annotations(ctx, r.Client, r.FieldManager, live, live.ResourceVersion, set); err != nil {
+	replaced := []string{item.ResourceVersion}
+	if err := patch.Annotations(ctx, r.Client, r.FieldManager, item, item.ResourceVersion, set); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).V(1).Info("deploy item changed since it was read; hand-over waits for its event",
+				"deployItem", item.Name, "error", err.Error())
+			return false, nil
+		}
 		return false, err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),
 		"kind":       "DeployItem",
-		"metadata":   map[string]any{"name": live.Name, "namespace": live.Namespace},
+		"metadata":   map[string]any{"name": item.Name, "namespace": item.Namespace},
 		"status":     map[string]any{"jobID": job},
 	}}
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("handing job to deploy item %s: %w", live.Name, err)
+		return false, fmt.Errorf("handing job to deploy item %s: %w", item.Name, err)
 	}
-	live.Status.JobID = job
-	*di = *live
+	if rv := u.GetResourceVersion(); rv != "" && rv != item.ResourceVersion {
+		replaced = append(replaced, item.ResourceVersion)
+		item.ResourceVersion = rv
+	}
+	r.handedOver.Store(key, replaced)
+	item.Status.JobID = job
+	*di = *item
 	return true, nil
 }
 

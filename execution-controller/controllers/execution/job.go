@@ -47,8 +47,6 @@ const (
 	ReasonReconcilePostponed  = "ReconcilePostponed"
 	ReasonWaitingForJob       = "WaitingForJob"
 
-	EventItemCreated = "DeployItemCreated"
-	EventItemStarted = "DeployItemStarted"
 	EventItemDeleted = "DeployItemDeleted"
 )
 
@@ -232,10 +230,12 @@ func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 	// showing this start) conflicts instead of starting the job twice.
 	s.guardStatus = true
 	job, started := st.JobID, r.Now()
-	s.afterStatus = append(s.afterStatus, func(context.Context) error {
-		r.clock.start(client.ObjectKeyFromObject(s.exec), job, started)
+	// No event: a job start is no outcome (the trace, the log line and
+	// terrace_jobs_started_total record it); events are for outcomes and problems.
+	s.afterStatus = append(s.afterStatus, func(ctx context.Context) error {
+		r.clock.Start(client.ObjectKeyFromObject(s.exec), job, started)
 		r.metrics.JobStarted()
-		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonJobStarted, "StartJob", "job %s started (%s)", job, phase)
+		logf.FromContext(ctx).V(1).Info("job started", "startedJobID", job, "phase", phase)
 		return nil
 	})
 }
@@ -247,7 +247,7 @@ func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1alpha1.Error) {
 	st := &s.exec.Status
 	now := metav1.NewTime(r.Now())
-	took := r.clock.finish(client.ObjectKeyFromObject(s.exec), st.JobID, st, now.Time)
+	took := r.clock.Finish(client.ObjectKeyFromObject(s.exec), st.JobID, jobStartTime(st), now.Time)
 	st.Phase = phase
 	st.JobIDFinished = st.JobID
 	if lastErr != nil {
@@ -331,18 +331,18 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	if st.Phase == lsv1alpha1.PhaseInit {
-		pctx, span := startSpan(ctx, lsv1alpha1.PhaseInit)
+		pctx, span := startPhase(ctx, lsv1alpha1.PhaseInit)
 		err := r.syncItems(pctx, s, false)
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		st.Phase = lsv1alpha1.PhaseCleanupOrphaned
 	}
 	if st.Phase == lsv1alpha1.PhaseCleanupOrphaned {
-		pctx, span := startSpan(ctx, lsv1alpha1.PhaseCleanupOrphaned)
+		pctx, span := startPhase(ctx, lsv1alpha1.PhaseCleanupOrphaned)
 		done, err := r.cleanupOrphans(pctx, s)
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
@@ -352,7 +352,7 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		st.Phase = lsv1alpha1.PhaseProgressing
 		// The items are handed the job from this span, so the deployers'
 		// spans are its children.
-		pctx, span := startSpan(ctx, lsv1alpha1.PhaseProgressing)
+		pctx, span := startPhase(ctx, lsv1alpha1.PhaseProgressing)
 		// An item deleted by hand mid-job is recreated (with the spec it had
 		// at job start or newer).
 		err := r.syncItems(pctx, s, true)
@@ -360,16 +360,16 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		if err == nil {
 			done, err = r.progress(pctx, s, g, job)
 		}
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
 		st.Phase = lsv1alpha1.PhaseCompleting
 	}
 	if st.Phase == lsv1alpha1.PhaseCompleting {
-		pctx, span := startSpan(ctx, lsv1alpha1.PhaseCompleting)
+		pctx, span := startPhase(ctx, lsv1alpha1.PhaseCompleting)
 		err := r.gatherExports(pctx, s)
-		endSpan(span, err)
+		tracing.EndStep(span, err)
 		if err != nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
@@ -392,6 +392,10 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 	var failed, running []string
 	succeeded := 0
 	for _, n := range g.Order() {
+		if di := s.items[n]; di != nil && di.Status.JobID == job {
+			// The cache shows the hand-over: nothing to remember about it.
+			r.handedOver.Delete(client.ObjectKeyFromObject(di))
+		}
 		switch state(n) {
 		case stateFailed:
 			failed = append(failed, n)
@@ -428,8 +432,6 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 		}
 		if handed {
 			log.Info("deploy item started", "item", n, "deployItem", di.Name)
-			r.Recorder.Eventf(s.exec, di, corev1.EventTypeNormal, EventItemStarted, "HandOverJob",
-				"handed job %s to deploy item %s (%s)", job, di.Name, n)
 		}
 	}
 	return false, nil

@@ -2,16 +2,12 @@ package execution
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -78,48 +74,18 @@ func (r *Reconciler) writeOwnTraceContext(ctx context.Context, s *scope) error {
 	return err
 }
 
-// startSpan starts a child span of the reconcile span for one phase.
-func startSpan(ctx context.Context, phase lsv1alpha1.Phase, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	attrs = append(attrs, tracing.AttrPhase.String(string(phase)))
-	return tracer().Start(ctx, Kind+"."+string(phase), trace.WithAttributes(attrs...))
+// startPhase starts the step span "Execution.<phase>" of the reconcile span,
+// with the phase attribute. End it with tracing.EndStep.
+func startPhase(ctx context.Context, phase lsv1alpha1.Phase) (context.Context, trace.Span) {
+	return tracing.StartStep(ctx, tracer(), Kind, string(phase), tracing.AttrPhase.String(string(phase)))
 }
 
-// endSpan records err (if any) and ends span.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// jobClock remembers when this process saw each job start, so a job's
-// duration is exact (condition times have a resolution of one second). After
-// a restart it falls back to the start the status records (the Progressing
-// condition's transition time).
-type jobClock struct{ m sync.Map }
-
-type jobStart struct {
-	job string
-	at  time.Time
-}
-
-func (c *jobClock) start(key types.NamespacedName, job string, at time.Time) {
-	c.m.Store(key, jobStart{job: job, at: at})
-}
-
-// finish returns the duration of job (negative when its start is unknown)
-// and forgets it.
-func (c *jobClock) finish(key types.NamespacedName, job string, st *lsv1alpha1.ExecutionStatus, now time.Time) time.Duration {
-	if v, ok := c.m.LoadAndDelete(key); ok {
-		if js := v.(jobStart); js.job == job {
-			return now.Sub(js.at)
-		}
-	}
+// jobStartTime is the start of the running job as the status records it
+// (the Progressing condition's transition time, while it is True): the
+// fallback of metrics.JobClock after a restart. Zero when there is none.
+func jobStartTime(st *lsv1alpha1.ExecutionStatus) time.Time {
 	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
-		return now.Sub(c.LastTransitionTime.Time)
+		return c.LastTransitionTime.Time
 	}
-	return -1
+	return time.Time{}
 }
-
-func (c *jobClock) forget(key types.NamespacedName) { c.m.Delete(key) }

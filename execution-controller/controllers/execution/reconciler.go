@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,9 +52,10 @@ const ControllerName = "execution"
 type Reconciler struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server directly: for an item right
-	// before handing it a job (the cache may lag the deployer's pickup), and
-	// for export Secrets (not worth caching every Secret of the cluster).
+	// APIReader reads from the API server directly: items in the deletion
+	// flow, and export Secrets (not worth caching every Secret of the
+	// cluster). The hand-over needs no live read: its write is guarded by
+	// the resourceVersion.
 	APIReader client.Reader
 	// Recorder emits events on executions.
 	Recorder events.EventRecorder
@@ -64,7 +67,19 @@ type Reconciler struct {
 	// metrics records the shared job and phase metrics (kind Execution).
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
-	clock jobClock
+	clock metrics.JobClock
+	// superseded remembers, per execution, the resourceVersions this
+	// controller's last writes replaced (types.NamespacedName → []string). A
+	// reconcile (e.g. woken by an item) that finds one of them in the cache
+	// works from a copy older than the controller's own write: it is skipped,
+	// as its writes could only conflict; the watch event of that write brings
+	// the next reconcile.
+	superseded sync.Map
+	// handedOver remembers, per deploy item, the resourceVersions the
+	// writes of its last hand-over replaced (types.NamespacedName →
+	// []string), until the cache shows the hand-over: a reconcile that still
+	// sees an older copy does not hand the job over a second time.
+	handedOver sync.Map
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -129,6 +144,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.isSuperseded(req.NamespacedName, exec.ResourceVersion) {
+		logf.FromContext(ctx).V(1).Info("cached execution older than the controller's last write; waiting for its event",
+			"resourceVersion", exec.ResourceVersion)
+		return ctrl.Result{}, nil
+	}
+	cachedVersion := exec.ResourceVersion
 	// One job is one trace: continue the trace of whoever handed the job over
 	// (the annotation is absent when tracing is off), or start a new one when
 	// this reconcile starts a root execution's own job.
@@ -139,6 +160,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ctx = logf.IntoContext(ctx, log)
 
 	defer func() {
+		if exec.ResourceVersion != cachedVersion && !s.gone {
+			// A write of this reconcile (finalizer, annotations) replaced it.
+			r.recordWrite(req.NamespacedName, cachedVersion)
+		}
 		if err := r.patchStatus(ctx, s); err != nil {
 			if apierrors.IsConflict(err) {
 				// We acted on a stale copy; the newer version's watch event
@@ -161,7 +186,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // forget drops what the controller keeps about an execution that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
-	r.clock.forget(key)
+	r.clock.Forget(key)
+	r.superseded.Delete(key)
+}
+
+// recordWrite remembers that a write replaced resourceVersion rv of the
+// execution. The list is reset when a reconcile starts from a current copy.
+func (r *Reconciler) recordWrite(key types.NamespacedName, rv string) {
+	var list []string
+	if v, ok := r.superseded.Load(key); ok {
+		list = v.([]string)
+	}
+	if slices.Contains(list, rv) {
+		return
+	}
+	// Keep the list short: only the latest writes matter.
+	if len(list) >= 4 {
+		list = list[len(list)-3:]
+	}
+	r.superseded.Store(key, append(slices.Clone(list), rv))
+}
+
+// isSuperseded reports whether rv is one this controller's writes replaced.
+func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
+	v, ok := r.superseded.Load(key)
+	return ok && slices.Contains(v.([]string), rv)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -214,10 +263,20 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("writing execution status: %w", err)
 		}
+		// A write that changed nothing on the server keeps the
+		// resourceVersion: nothing was replaced then.
+		if rv := u.GetResourceVersion(); rv != "" && rv != s.exec.ResourceVersion {
+			r.recordWrite(client.ObjectKeyFromObject(s.exec), s.exec.ResourceVersion)
+			s.exec.ResourceVersion = rv
+		}
 	}
 	for _, f := range s.afterStatus {
+		rv := s.exec.ResourceVersion
 		if err := f(ctx); err != nil {
 			return err
+		}
+		if s.exec.ResourceVersion != rv {
+			r.recordWrite(client.ObjectKeyFromObject(s.exec), rv)
 		}
 	}
 	return nil

@@ -30,6 +30,10 @@ const (
 	ImportsIndex = "terrace.dev/imports"
 	// ExportsIndex lists the context objects an installation exports.
 	ExportsIndex = "terrace.dev/exports"
+	// ParentIndex holds the name of the installation's parent (its
+	// controller owner), so a parent finds its sub-installations without
+	// scanning the namespace.
+	ParentIndex = "terrace.dev/parent"
 )
 
 // parentName returns the name of the installation's parent, "" for roots.
@@ -144,4 +148,15 @@ func indexExports(o client.Object) []string {
 		return nil
 	}
 	return exportKeys(inst)
+}
+
+func indexParent(o client.Object) []string {
+	inst, ok := o.(*lsv1alpha1.Installation)
+	if !ok {
+		return nil
+	}
+	if p := parentName(inst); p != "" {
+		return []string{p}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,7 +67,9 @@ func patchMeta(ctx context.Context, c client.Client, obj client.Object, remove, 
 // from the cache (owner references decide).
 func (r *Reconciler) subObjects(ctx context.Context, inst *lsv1alpha1.Installation) ([]*lsv1alpha1.Installation, *lsv1alpha1.Execution, error) {
 	list := &lsv1alpha1.InstallationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(inst.Namespace), client.MatchingLabels{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name)}); err != nil {
+	// The parent index, not a label selector: a selector scans every
+	// installation of the namespace on every reconcile.
+	if err := r.Client.List(ctx, list, client.InNamespace(inst.Namespace), client.MatchingFields{ParentIndex: inst.Name}); err != nil {
 		return nil, nil, fmt.Errorf("listing sub-installations: %w", err)
 	}
 	var subs []*lsv1alpha1.Installation
@@ -87,6 +90,34 @@ func (r *Reconciler) subObjects(ctx context.Context, inst *lsv1alpha1.Installati
 	return subs, exec, nil
 }
 
+// subObjectsOf is subObjects with what this reconcile wrote itself in place
+// of the cache's (possibly older) copies: a phase running right after the
+// one that created or handed over a sub-object sees it as written.
+func (r *Reconciler) subObjectsOf(ctx context.Context, s *scope) ([]*lsv1alpha1.Installation, *lsv1alpha1.Execution, error) {
+	subs, exec, err := r.subObjects(ctx, s.inst)
+	if err != nil || len(s.fresh) == 0 {
+		return subs, exec, err
+	}
+	if e, ok := s.fresh["Execution/"+executionName(s.inst)].(*lsv1alpha1.Execution); ok {
+		exec = e
+	}
+	seen := map[string]bool{}
+	for i, sub := range subs {
+		if f, ok := s.fresh["Installation/"+sub.Name].(*lsv1alpha1.Installation); ok {
+			subs[i] = f
+		}
+		seen[sub.Name] = true
+	}
+	var added []*lsv1alpha1.Installation
+	for k, o := range s.fresh {
+		if f, ok := o.(*lsv1alpha1.Installation); ok && k == "Installation/"+f.Name && !seen[f.Name] {
+			added = append(added, f)
+		}
+	}
+	sort.Slice(added, func(i, j int) bool { return added[i].Name < added[j].Name })
+	return append(subs, added...), exec, nil
+}
+
 func isOwnedBy(obj client.Object, owner *lsv1alpha1.Installation) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.UID == owner.UID && ref.Controller != nil && *ref.Controller {
@@ -105,7 +136,7 @@ func executionName(inst *lsv1alpha1.Installation) string { return inst.Name }
 // While tracing is on, the span context goes into the execution's
 // trace-context annotation first (a metadata patch: a status write cannot
 // carry it), so the execution starts the job in this trace.
-func (r *Reconciler) handOverExecution(ctx context.Context, exec *lsv1alpha1.Execution, job string) error {
+func (r *Reconciler) handOverExecution(ctx context.Context, s *scope, exec *lsv1alpha1.Execution, job string) error {
 	if exec.Status.JobID == job {
 		return nil
 	}
@@ -122,12 +153,15 @@ func (r *Reconciler) handOverExecution(ctx context.Context, exec *lsv1alpha1.Exe
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("handing job to execution %s: %w", exec.Name, client.IgnoreNotFound(err))
 	}
+	exec = exec.DeepCopy()
+	exec.Status.JobID = job
+	s.remember(exec)
 	return nil
 }
 
 // handOverInstallation writes a sub-installation's status.jobID; a merge
 // patch of that one field, so the sub-installation's own status stays as is.
-func (r *Reconciler) handOverInstallation(ctx context.Context, sub *lsv1alpha1.Installation, job string) error {
+func (r *Reconciler) handOverInstallation(ctx context.Context, s *scope, sub *lsv1alpha1.Installation, job string) error {
 	if sub.Status.JobID == job {
 		return nil
 	}
@@ -138,6 +172,7 @@ func (r *Reconciler) handOverInstallation(ctx context.Context, sub *lsv1alpha1.I
 	if err := r.Client.Status().Patch(ctx, sub, mergePatch{"status": map[string]any{"jobID": job}}, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("handing job to sub-installation %s: %w", sub.Name, client.IgnoreNotFound(err))
 	}
+	s.remember(sub)
 	return nil
 }
 

@@ -2,16 +2,13 @@ package installation
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -106,56 +103,13 @@ func handOverTraceContext(ctx context.Context, c client.Client, obj client.Objec
 	return patchAnnotations(ctx, c, obj, map[string]*string{tracing.TraceContextAnnotation: &value})
 }
 
-// startSpan starts a child span of the reconcile span for one step.
-func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return tracer().Start(ctx, Kind+"."+name, trace.WithAttributes(attrs...))
-}
-
-// endSpan records err (if any) and ends span.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// jobClock remembers when this process saw each job start, so a job's
-// duration is exact (condition times have a resolution of one second). After
-// a restart it falls back to the start the object's status records.
-type jobClock struct{ m sync.Map }
-
-type jobStart struct {
-	job string
-	at  time.Time
-}
-
-func (c *jobClock) start(key types.NamespacedName, job string, at time.Time) {
-	c.m.Store(key, jobStart{job: job, at: at})
-}
-
-// finish returns the duration of job (negative when its start is unknown)
-// and forgets it.
-func (c *jobClock) finish(key types.NamespacedName, job string, fallback *metav1.Time, now time.Time) time.Duration {
-	if v, ok := c.m.LoadAndDelete(key); ok {
-		if st := v.(jobStart); st.job == job {
-			return now.Sub(st.at)
-		}
-	}
-	if fallback == nil || fallback.IsZero() {
-		return -1
-	}
-	return now.Sub(fallback.Time)
-}
-
-func (c *jobClock) forget(key types.NamespacedName) { c.m.Delete(key) }
-
 // jobStartTime is the start of the running job as the status records it: the
 // Ready condition turns Unknown when a job starts and stays so until it ends.
-func jobStartTime(inst *lsv1alpha1.Installation) *metav1.Time {
+// Zero when the status records none (metrics.JobClock's fallback).
+func jobStartTime(inst *lsv1alpha1.Installation) time.Time {
 	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionUnknown {
-		return nil
+		return time.Time{}
 	}
-	return &c.LastTransitionTime
+	return c.LastTransitionTime.Time
 }

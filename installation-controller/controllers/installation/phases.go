@@ -64,10 +64,10 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 			return outcome{}, err
 		}
 	}
-	if err := r.syncExecution(ctx, inst, items); err != nil {
+	if err := r.syncExecution(ctx, s, items); err != nil {
 		return outcome{}, err
 	}
-	if err := r.syncSubInstallations(ctx, inst, bp, templates); err != nil {
+	if err := r.syncSubInstallations(ctx, s, bp, templates); err != nil {
 		return outcome{}, err
 	}
 	return next(lsv1alpha1.PhaseCleanupOrphaned)
@@ -252,7 +252,8 @@ func jsonEqual(a, b []byte) bool {
 
 // syncExecution creates or updates the installation's execution (without a
 // job: that is handed over in ObjectsCreated).
-func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Installation, items []lsv1alpha1.DeployItemTemplate) error {
+func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1alpha1.DeployItemTemplate) error {
+	inst := s.inst
 	exec := &lsv1alpha1.Execution{}
 	exec.Name, exec.Namespace = executionName(inst), inst.Namespace
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(exec), exec)
@@ -265,6 +266,9 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 		exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name)}
 		// Created in the job's trace (no annotation while tracing is off).
 		exec.Annotations = tracing.Inject(ctx, nil)
+		// Created with the execution controller's finalizer (the same one),
+		// which it then does not need to add in a write of its own.
+		exec.Finalizers = []string{lsv1alpha1.Finalizer}
 		exec.Spec = lsv1alpha1.ExecutionSpec{Context: inst.Spec.Context, DeployItems: items}
 		if err := controllerutil.SetControllerReference(inst, exec, r.Client.Scheme()); err != nil {
 			return err
@@ -272,6 +276,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 		if err := r.Client.Create(ctx, exec, client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("creating execution: %w", err)
 		}
+		s.remember(exec)
 	case err != nil:
 		return fmt.Errorf("reading execution: %w", err)
 	default:
@@ -284,6 +289,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 		if len(items) == 0 {
 			// The blueprint no longer renders deploy items: the execution is
 			// an orphan; its deletion runs in CleanupOrphaned.
+			s.deleted = true
 			if err := r.Client.Delete(ctx, exec); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting orphaned execution: %w", err)
 			}
@@ -296,6 +302,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 			if err := r.Client.Patch(ctx, exec, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
 				return fmt.Errorf("updating execution: %w", err)
 			}
+			s.remember(exec)
 		}
 	}
 	inst.Status.ExecutionReference = &lsv1alpha1.ObjectReference{Name: exec.Name, Namespace: exec.Namespace}
@@ -305,8 +312,9 @@ func (r *Reconciler) syncExecution(ctx context.Context, inst *lsv1alpha1.Install
 // syncSubInstallations creates or updates one sub-installation per template
 // and deletes the orphans (owned sub-installations without a template),
 // marking them delete-ignore-successors first: their siblings are going too.
-func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, templates []blueprint.InstallationTemplate) error {
-	existing, _, err := r.subObjects(ctx, inst)
+func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blueprint.Blueprint, templates []blueprint.InstallationTemplate) error {
+	inst := s.inst
+	existing, _, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -330,6 +338,8 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.
 			sub.Name, sub.Namespace = name, inst.Namespace
 			sub.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name), lsv1alpha1.SubInstallationNameLabel: labelValue(t.Name)}
 			sub.Annotations = tracing.Inject(ctx, nil)
+			// Created with the finalizer its own reconcile would add.
+			sub.Finalizers = []string{lsv1alpha1.Finalizer}
 			sub.Spec = *spec
 			if err := controllerutil.SetControllerReference(inst, sub, r.Client.Scheme()); err != nil {
 				return err
@@ -340,6 +350,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.
 				}
 				return fmt.Errorf("creating sub-installation %s: %w", name, err)
 			}
+			s.remember(sub)
 			continue
 		}
 		if cur.DeletionTimestamp != nil {
@@ -351,12 +362,14 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, inst *lsv1alpha1.
 			if err := r.Client.Patch(ctx, cur, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
 				return fmt.Errorf("updating sub-installation %s: %w", name, err)
 			}
+			s.remember(cur)
 		}
 	}
 	for _, orphan := range byName {
 		if orphan.DeletionTimestamp != nil {
 			continue
 		}
+		s.deleted = true
 		yes := "true"
 		if err := patchAnnotations(ctx, r.Client, orphan, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
 			return err
@@ -408,14 +421,14 @@ func toAnyJSON(m map[string]any) (map[string]lsv1alpha1.AnyJSON, error) {
 // sub-installations and execution, which runs their deletion flow, and
 // waits until they are gone.
 func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcome, error) {
-	subs, exec, err := r.subObjects(ctx, s.inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}
 	job := s.inst.Status.JobID
 	var working, failed []string
 	if exec != nil && exec.DeletionTimestamp != nil {
-		if err := r.handOverExecution(ctx, exec, job); err != nil {
+		if err := r.handOverExecution(ctx, s, exec, job); err != nil {
 			return outcome{}, err
 		}
 		if finishedWith(exec.Status.JobIDFinished, job) && exec.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
@@ -428,7 +441,7 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 		if sub.DeletionTimestamp == nil {
 			continue
 		}
-		if err := r.handOverInstallation(ctx, sub, job); err != nil {
+		if err := r.handOverInstallation(ctx, s, sub, job); err != nil {
 			return outcome{}, err
 		}
 		if finishedWith(sub.Status.JobIDFinished, job) && sub.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
@@ -448,19 +461,19 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 
 // phaseObjectsCreated hands the job to every sub-installation and the execution.
 func (r *Reconciler) phaseObjectsCreated(ctx context.Context, s *scope) (outcome, error) {
-	subs, exec, err := r.subObjects(ctx, s.inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}
 	for _, sub := range subs {
 		if sub.DeletionTimestamp == nil {
-			if err := r.handOverInstallation(ctx, sub, s.inst.Status.JobID); err != nil {
+			if err := r.handOverInstallation(ctx, s, sub, s.inst.Status.JobID); err != nil {
 				return outcome{}, err
 			}
 		}
 	}
 	if exec != nil && exec.DeletionTimestamp == nil {
-		if err := r.handOverExecution(ctx, exec, s.inst.Status.JobID); err != nil {
+		if err := r.handOverExecution(ctx, s, exec, s.inst.Status.JobID); err != nil {
 			return outcome{}, err
 		}
 	}
@@ -469,7 +482,7 @@ func (r *Reconciler) phaseObjectsCreated(ctx context.Context, s *scope) (outcome
 
 // phaseProgressing waits until every sub-object finished the job.
 func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, error) {
-	subs, exec, err := r.subObjects(ctx, s.inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -526,6 +539,11 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 	}
 	values, err := r.exportValues(ctx, inst, im)
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// Completing may run right after the execution was seen finished:
+			// its exports DataObject (another informer) may not be cached yet.
+			return wait("the execution's exports to appear: %v", err)
+		}
 		return outcome{}, err
 	}
 	exports, err := bp.RenderExports(values)
@@ -727,7 +745,7 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 			return wait("successors %s to be deleted first", strings.Join(names, ", "))
 		}
 	}
-	subs, exec, err := r.subObjects(ctx, inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -739,6 +757,7 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 		objs = append(objs, exec)
 	}
 	for _, o := range objs {
+		s.deleted = true
 		if inst.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true" {
 			yes := "true"
 			if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.DeleteWithoutUninstallAnnotation: &yes}); err != nil {
@@ -756,17 +775,17 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 
 // phaseTriggerDelete hands the job to every remaining sub-object.
 func (r *Reconciler) phaseTriggerDelete(ctx context.Context, s *scope) (outcome, error) {
-	subs, exec, err := r.subObjects(ctx, s.inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}
 	for _, sub := range subs {
-		if err := r.handOverInstallation(ctx, sub, s.inst.Status.JobID); err != nil {
+		if err := r.handOverInstallation(ctx, s, sub, s.inst.Status.JobID); err != nil {
 			return outcome{}, err
 		}
 	}
 	if exec != nil {
-		if err := r.handOverExecution(ctx, exec, s.inst.Status.JobID); err != nil {
+		if err := r.handOverExecution(ctx, s, exec, s.inst.Status.JobID); err != nil {
 			return outcome{}, err
 		}
 	}
@@ -779,7 +798,7 @@ func (r *Reconciler) phaseTriggerDelete(ctx context.Context, s *scope) (outcome,
 // unfinished sub-objects still waits.
 func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (outcome, error) {
 	inst := s.inst
-	subs, exec, err := r.subObjects(ctx, inst)
+	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
 		return outcome{}, err
 	}

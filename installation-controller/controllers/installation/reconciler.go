@@ -5,16 +5,22 @@
 // Succeeded/Failed) or the deletion flow (InitDelete → TriggerDelete →
 // Deleting → gone/DeleteFailed), and ends with jobIDFinished = jobID.
 //
-// Each reconcile runs at most one phase and writes the status once, so every
-// phase transition is visible to watchers (and to tests). Sub-objects are
-// only ever met through the API: the controller writes an Execution's spec
-// and hands it a job by applying status.jobID with its own field manager.
+// A reconcile runs every phase that needs no waiting one after the other
+// (Init → CleanupOrphaned → ObjectsCreated → Progressing, Progressing →
+// Completing → Succeeded) and writes the status once at its end; a job's
+// start is written first on its own, guarded by the resourceVersion read, so
+// a stale cache can never start a job twice. Sub-objects are only ever met
+// through the API: the controller writes an Execution's spec and hands it a
+// job by applying status.jobID with its own field manager.
 package installation
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -47,13 +53,13 @@ const ControllerName = "installation"
 const FieldManager = "installation-controller"
 
 // Event reasons (filterable with --field-selector reason=...). Events are
-// emitted on transitions only, after the status write that makes them: a job
-// starting, a job ending (Succeeded, Failed, DeleteFailed, Deleted), and an
-// error. A fatal error emits its lastError reason (e.g. TemplateFailed,
+// emitted for outcomes and problems only, after the status write that makes
+// them: a job ending (Succeeded, Failed, DeleteFailed, Deleted), and an
+// error. A job's start has no event (its trace, logs and
+// terrace_jobs_started_total cover it). A fatal error emits its lastError reason (e.g. TemplateFailed,
 // ImportNotFound) as a Warning beside the Failed/DeleteFailed transition; a
 // normal error emits Retrying once per distinct error.
 const (
-	ReasonJobStarted         = "JobStarted"
 	ReasonSucceeded          = "Succeeded"
 	ReasonFailed             = "Failed"
 	ReasonJobDeleteFailed    = "DeleteFailed"
@@ -135,7 +141,13 @@ type Reconciler struct {
 	// metrics records the shared job and phase metrics (kind Installation).
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
-	clock jobClock
+	clock metrics.JobClock
+	// written remembers the resourceVersion of each installation as this
+	// controller's last write left it: a reconcile that reads an older copy
+	// from the cache is skipped (the watch event of that write, which has
+	// not arrived yet, triggers the next one), so a lagging cache never
+	// re-runs phases already written.
+	written sync.Map
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -160,6 +172,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ExportsIndex, indexExports); err != nil {
 		return fmt.Errorf("indexing installations by exports: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ParentIndex, indexParent); err != nil {
+		return fmt.Errorf("indexing installations by parent: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -220,6 +235,18 @@ type scope struct {
 	lock bool
 	// gone is set when the finalizer was removed: no status write.
 	gone bool
+	// skipWrite is set when an earlier status write of this reconcile
+	// failed: the installation moved on, nothing more is written.
+	skipWrite bool
+	// fresh holds the sub-objects this reconcile created or wrote, as the
+	// API server returned them: the cache may not show them yet when the
+	// next phase runs in the same reconcile ("Execution/<name>",
+	// "Installation/<name>").
+	fresh map[string]client.Object
+	// deleted is set when a phase deleted sub-objects: the cache may still
+	// show them without deletionTimestamp, so the next phase waits for the
+	// next reconcile.
+	deleted bool
 	// written runs once the status this reconcile computed is stored (the
 	// write succeeded or was not needed): events and metrics of the
 	// transitions it holds, so a write that conflicts reports nothing.
@@ -232,6 +259,18 @@ type scope struct {
 // onWritten queues f until the status of this reconcile is stored.
 func (s *scope) onWritten(f func()) { s.written = append(s.written, f) }
 
+// remember records a sub-object as this reconcile last wrote it.
+func (s *scope) remember(o client.Object) {
+	if s.fresh == nil {
+		s.fresh = map[string]client.Object{}
+	}
+	kind := "Installation"
+	if _, ok := o.(*lsv1alpha1.Execution); ok {
+		kind = "Execution"
+	}
+	s.fresh[kind+"/"+o.GetName()] = o
+}
+
 type phaseFunc func(context.Context, *scope) (ctrl.Result, bool, error)
 
 // Reconcile runs the steps and writes the installation's status once, at the end.
@@ -242,6 +281,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.staleCopy(req.NamespacedName, inst) {
+		logf.FromContext(ctx).V(1).Info("cache older than this controller's last write; waiting for its event", "resourceVersion", inst.ResourceVersion)
+		return ctrl.Result{}, nil
 	}
 	// One job is one trace: continue the trace handed over in the
 	// annotation, or start a new one when this reconcile starts a root job.
@@ -265,15 +308,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.forget(req.NamespacedName)
 			return
 		}
+		r.written.Store(req.NamespacedName, s.inst.ResourceVersion)
 		r.metrics.Phase(inst.Namespace, inst.Name, string(inst.Status.Phase))
 	}()
 	return r.doReconcile(ctx, s)
 }
 
+// staleCopy reports whether inst, read from the cache, is older than this
+// controller's last write of it (resourceVersions compared as numbers, as
+// etcd issues them; anything else never counts as stale).
+func (r *Reconciler) staleCopy(key types.NamespacedName, inst *lsv1alpha1.Installation) bool {
+	v, ok := r.written.Load(key)
+	if !ok {
+		return false
+	}
+	last, err1 := strconv.ParseUint(v.(string), 10, 64)
+	cur, err2 := strconv.ParseUint(inst.ResourceVersion, 10, 64)
+	return err1 == nil && err2 == nil && cur < last
+}
+
 // forget drops what the controller keeps about an installation that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
-	r.clock.forget(key)
+	r.clock.Forget(key)
+	r.written.Delete(key)
 	if r.waits != nil {
 		r.waits.Forget(key)
 	}
@@ -298,7 +356,7 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, er
 // patchStatus writes the status when it changed (merge patch of the
 // difference, so fields this reconcile did not touch are never written).
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if s.gone {
+	if s.gone || s.skipWrite {
 		return nil
 	}
 	if !equality.Semantic.DeepEqual(s.inst.Status, s.before.Status) {
@@ -326,8 +384,36 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// flushStatus writes the status computed so far in the middle of a
+// reconcile (a job's start, guarded) and makes it the new base; after a
+// failure nothing more is written by this reconcile.
+func (r *Reconciler) flushStatus(ctx context.Context, s *scope) error {
+	err := r.patchStatus(ctx, s)
+	s.written, s.afterStatus = nil, nil
+	if err != nil {
+		s.skipWrite = true
+		return err
+	}
+	s.lock = false
+	s.before = s.inst.DeepCopy()
+	return nil
+}
+
+// startsNewJobNow reports whether this reconcile starts a new job that
+// consumes the reconcile annotation: the finalizer then goes into the same
+// metadata patch as the annotation's removal.
+func startsNewJobNow(inst *lsv1alpha1.Installation) bool {
+	d := jobs.Decide(jobState(inst))
+	return d.Action == jobs.StartNewJob && d.RemoveOperation
+}
+
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if s.inst.DeletionTimestamp != nil || controllerutil.ContainsFinalizer(s.inst, lsv1alpha1.Finalizer) {
+		return ctrl.Result{}, false, nil
+	}
+	if startsNewJobNow(s.inst) {
+		// Added by startJob together with the annotation's removal, right
+		// after the job's start is written and before any sub-object exists.
 		return ctrl.Result{}, false, nil
 	}
 	if err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer}); err != nil {
@@ -390,14 +476,8 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 			return ctrl.Result{}, true, fmt.Errorf("writing the trace context: %w", err)
 		}
 	}
-	if d.RemoveOperation {
-		remove := func(ctx context.Context) error {
-			return patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
-		}
-		if d.Action == jobs.StartNewJob {
-			// Removed only after the new job is written, so it is never lost.
-			s.afterStatus = append(s.afterStatus, remove)
-		} else if err := remove(ctx); err != nil {
+	if d.RemoveOperation && d.Action != jobs.StartNewJob {
+		if err := patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil}); err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}
@@ -426,14 +506,56 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	apimeta.RemoveStatusCondition(&inst.Status.Conditions, lsv1alpha1.ConditionReady)
 	r.setReady(inst, metav1.ConditionUnknown, "Progressing", fmt.Sprintf("job %s started", inst.Status.JobID))
 	r.waits.Forget(key(inst))
-	job, phase, started := inst.Status.JobID, d.Phase, r.Now()
+	job, started := inst.Status.JobID, r.Now()
 	s.onWritten(func() {
-		r.clock.start(key(inst), job, started)
+		r.clock.Start(key(inst), job, started)
 		r.metrics.JobStarted()
-		r.Recorder.Eventf(inst, nil, "Normal", ReasonJobStarted, "Reconcile", "job %s started with phase %s", job, phase)
 	})
-	// The status write triggers the next reconcile, which runs the phase.
-	return ctrl.Result{}, true, nil
+	// The start is written now, guarded: a stale cache conflicts here before
+	// anything of the job is created or handed over.
+	if err := r.flushStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
+			return ctrl.Result{RequeueAfter: time.Second}, true, nil
+		}
+		return ctrl.Result{}, true, err
+	}
+	if d.RemoveOperation {
+		// Removed only after the new job is written, so it is never lost; the
+		// finalizer (if still missing) comes in the same patch.
+		if err := r.consumeAnnotation(ctx, inst); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
+	// The phases run in this reconcile.
+	return ctrl.Result{}, false, nil
+}
+
+// consumeAnnotation removes the reconcile annotation and adds the finalizer
+// (unless present or the installation is being deleted) in one metadata
+// patch; guarded by the resourceVersion when it changes the finalizers (a
+// merge patch replaces that list as a whole).
+func (r *Reconciler) consumeAnnotation(ctx context.Context, inst *lsv1alpha1.Installation) error {
+	meta := map[string]any{}
+	if _, ok := inst.Annotations[lsv1alpha1.OperationAnnotation]; ok {
+		meta["annotations"] = map[string]any{lsv1alpha1.OperationAnnotation: nil}
+	}
+	if inst.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(inst, lsv1alpha1.Finalizer) {
+		meta["finalizers"] = append(slices.Clone(inst.Finalizers), lsv1alpha1.Finalizer)
+		meta["resourceVersion"] = inst.ResourceVersion
+	}
+	if len(meta) == 0 {
+		return nil
+	}
+	status := inst.Status.DeepCopy()
+	err := r.Client.Patch(ctx, inst, mergePatch{"metadata": meta}, client.FieldOwner(FieldManager))
+	// The status stays as this reconcile computed it (the response holds the
+	// same, written just before).
+	inst.Status = *status
+	if err != nil {
+		return fmt.Errorf("removing the reconcile annotation of %s: %w", inst.Name, err)
+	}
+	return nil
 }
 
 func key(inst *lsv1alpha1.Installation) types.NamespacedName {
@@ -493,19 +615,45 @@ func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) func(context.Context, *scope)
 // runPhase runs the current phase of the running job once, in a span of its
 // own ("Installation.<Phase>"): the job is handed to sub-objects from there.
 func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	for {
+		res, stop, again, err := r.runOnePhase(ctx, s)
+		if !again {
+			return res, stop, err
+		}
+	}
+}
+
+// chains reports whether the phase entered may run in the same reconcile:
+// every phase that does not need the cache to show deletions of this
+// reconcile.
+func chains(s *scope, p lsv1alpha1.Phase) bool {
+	if s.deleted {
+		return false
+	}
+	switch p {
+	case lsv1alpha1.PhaseCleanupOrphaned, lsv1alpha1.PhaseObjectsCreated, lsv1alpha1.PhaseProgressing,
+		lsv1alpha1.PhaseCompleting, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting:
+		return true
+	}
+	return false
+}
+
+// runOnePhase runs the current phase; again says the next phase runs in
+// the same reconcile.
+func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bool, bool, error) {
 	inst := s.inst
 	log := logf.FromContext(ctx)
 	phase := inst.Status.Phase
 	fn := r.phaseFunc(phase)
 	if fn == nil {
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, true, false, nil
 	}
-	pctx, span := startSpan(ctx, string(phase), tracing.AttrPhase.String(string(phase)))
+	pctx, span := tracing.StartStep(ctx, tracer(), Kind, string(phase), tracing.AttrPhase.String(string(phase)))
 	out, err := fn(pctx, s)
 	if out.waitMsg != "" {
 		span.SetAttributes(AttrWaitingFor.String(out.waitMsg))
 	}
-	endSpan(span, err)
+	tracing.EndStep(span, err)
 	deleteFlow := jobs.IsDeletePhase(phase)
 	job := inst.Status.JobID
 	var fe *fatalError
@@ -516,7 +664,7 @@ func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool,
 			failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
 		}
 		log.Info("job failed", "reason", fe.reason, "error", fe.err.Error())
-		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
 		r.setLastError(inst, string(phase), fe.reason, fe.err.Error(), fe.code)
 		inst.Status.Phase = failed
 		inst.Status.JobIDFinished = job
@@ -528,7 +676,7 @@ func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool,
 			r.Recorder.Eventf(inst, nil, "Warning", transition, "Reconcile", "job %s ended %s in phase %s: %s", job, failed, phase, fe.reason)
 		})
 		r.waits.Forget(key(inst))
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, true, false, nil
 	case err != nil:
 		// A normal error repeats the phase; the controller's rate limiter
 		// makes the intervals grow. The event says so once per distinct error.
@@ -538,26 +686,26 @@ func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool,
 				r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)
 			})
 		}
-		return ctrl.Result{}, true, err
+		return ctrl.Result{}, true, false, err
 	case out.gone:
 		s.gone = true
-		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
 		r.metrics.JobFinished(ReasonDeleted, took)
 		r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, true, false, nil
 	case out.next == "":
 		delay := r.waits.When(key(inst))
 		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
 		// Say what the job waits for (written only when it changes), so a
 		// stall is never silent.
 		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg))
-		return ctrl.Result{RequeueAfter: delay}, true, nil
+		return ctrl.Result{RequeueAfter: delay}, true, false, nil
 	}
 	r.waits.Forget(key(inst))
 	log.V(1).Info("phase done", "next", out.next)
 	inst.Status.Phase = out.next
 	if out.next == lsv1alpha1.PhaseSucceeded {
-		took := r.clock.finish(key(inst), job, jobStartTime(inst), r.Now())
+		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
 		inst.Status.JobIDFinished = job
 		inst.Status.LastError = nil
 		r.setReady(inst, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", job))
@@ -565,8 +713,13 @@ func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool,
 			r.metrics.JobFinished(string(lsv1alpha1.PhaseSucceeded), took)
 			r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", job)
 		})
+		return ctrl.Result{}, true, false, nil
 	}
-	return ctrl.Result{}, true, nil
+	if chains(s, out.next) {
+		return ctrl.Result{}, false, true, nil
+	}
+	// The status write triggers the next reconcile, which runs the phase.
+	return ctrl.Result{}, true, false, nil
 }
 
 func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) {

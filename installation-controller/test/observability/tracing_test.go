@@ -6,47 +6,22 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
-
-// installRecorder turns tracing on with an in-memory span recorder for one
-// test; tracing is off again when the test ends.
-func installRecorder(t *testing.T) *tracetest.SpanRecorder {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		tracing.Install(nil)
-		_ = tp.Shutdown(context.Background())
-	})
-	return rec
-}
-
-func attr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
-	for _, kv := range s.Attributes() {
-		if kv.Key == key {
-			return kv.Value.String()
-		}
-	}
-	return ""
-}
 
 // traceOf returns the trace ID in an object's trace-context annotation.
 func traceOf(obj client.Object) string {
-	v := obj.GetAnnotations()[tracing.TraceContextAnnotation]
-	parts := strings.Split(v, "-")
-	if len(parts) < 4 {
+	sc := tracingtest.HandedOver(obj.GetAnnotations())
+	if !sc.IsValid() {
 		return ""
 	}
-	return parts[1]
+	return sc.TraceID().String()
 }
 
 // One root installation's job is one trace: its root is the reconcile that
@@ -55,7 +30,7 @@ func traceOf(obj client.Object) string {
 // each span's parent is in the trace, and every object the job was handed to
 // carries the trace in its annotation.
 func TestOneJobIsOneTrace(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	ns := namespace(t)
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -68,8 +43,8 @@ func TestOneJobIsOneTrace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var roots []sdktrace.ReadOnlySpan
 		for _, s := range rec.Ended() {
-			if s.Name() == "Installation.Reconcile" && attr(s, tracing.AttrNamespace) == ns && attr(s, tracing.AttrName) == "root" &&
-				attr(s, tracing.AttrJobID) == job && !s.Parent().IsValid() {
+			if s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == "root" &&
+				tracingtest.Attr(s, string(tracing.AttrJobID)) == job && !s.Parent().IsValid() {
 				roots = append(roots, s)
 			}
 		}
@@ -78,38 +53,28 @@ func TestOneJobIsOneTrace(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		spans := rec.Ended()
-		inTrace := map[trace.SpanID]sdktrace.ReadOnlySpan{}
-		for _, s := range spans {
-			if s.SpanContext().TraceID() == traceID {
-				inTrace[s.SpanContext().SpanID()] = s
-			}
-		}
+		inTrace := tracingtest.Trace(rec, traceID)
 		reconciled := map[string]bool{}
 		applied := 0
-		var parentless, orphans, otherTraces []string
+		var otherTraces []string
 		for _, s := range inTrace {
 			if strings.HasSuffix(s.Name(), ".Reconcile") {
-				reconciled[attr(s, tracing.AttrKind)+"/"+attr(s, tracing.AttrName)] = true
+				reconciled[tracingtest.Attr(s, string(tracing.AttrKind))+"/"+tracingtest.Attr(s, string(tracing.AttrName))] = true
 			}
-			if s.Name() == "DeployItem.Apply" && attr(s, "deployer") == "mock-deployer" {
+			if s.Name() == "DeployItem.Apply" && tracingtest.Attr(s, "deployer") == "mock-deployer" {
 				applied++
-			}
-			switch {
-			case !s.Parent().IsValid():
-				parentless = append(parentless, s.Name())
-			case inTrace[s.Parent().SpanID()] == nil:
-				orphans = append(orphans, s.Name())
 			}
 		}
 		// Every reconcile of this job, in whichever controller, is in the trace.
-		for _, s := range spans {
-			if attr(s, tracing.AttrNamespace) == ns && attr(s, tracing.AttrJobID) == job && s.SpanContext().TraceID() != traceID {
-				otherTraces = append(otherTraces, s.Name()+" "+attr(s, tracing.AttrName))
+		for _, s := range rec.Ended() {
+			if tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == job && s.SpanContext().TraceID() != traceID {
+				otherTraces = append(otherTraces, s.Name()+" "+tracingtest.Attr(s, string(tracing.AttrName)))
 			}
 		}
-		g.Expect(parentless).To(HaveExactElements("Installation.Reconcile"), "exactly one root span")
-		g.Expect(orphans).To(BeEmpty(), "spans whose parent is not in the trace")
+		// Exactly one root span, and every other span's parent in the trace.
+		root, err := tracingtest.Connected(inTrace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(root.Name()).To(Equal("Installation.Reconcile"))
 		g.Expect(otherTraces).To(BeEmpty(), "reconciles of the job in other traces")
 		for _, n := range treeInstallations {
 			g.Expect(reconciled).To(HaveKey("Installation/"+n), "installation %s", n)
@@ -153,7 +118,7 @@ func TestOneJobIsOneTrace(t *testing.T) {
 // The next job of the same root is a new trace, rooted in the reconcile that
 // started it, not a continuation of the previous job's.
 func TestNextJobIsANewTrace(t *testing.T) {
-	rec := installRecorder(t)
+	rec := tracingtest.Record(t)
 	ns := namespace(t)
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -180,8 +145,8 @@ func TestNextJobIsANewTrace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		n := 0
 		for _, s := range rec.Ended() {
-			if attr(s, tracing.AttrNamespace) == ns && attr(s, tracing.AttrJobID) == second.Status.JobID {
-				g.Expect(s.SpanContext().TraceID().String()).To(Equal(secondTrace), "%s %s", s.Name(), attr(s, tracing.AttrName))
+			if tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == second.Status.JobID {
+				g.Expect(s.SpanContext().TraceID().String()).To(Equal(secondTrace), "%s %s", s.Name(), tracingtest.Attr(s, string(tracing.AttrName)))
 				n++
 			}
 		}
