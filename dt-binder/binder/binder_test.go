@@ -92,7 +92,7 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 				reasons = append(reasons, e.Reason)
 			}
 		}
-		g.Expect(reasons).To(ContainElements(appstudiov1alpha1.BindReasonProvisioning, appstudiov1alpha1.BindReasonBound))
+		g.Expect(reasons).To(ConsistOf(appstudiov1alpha1.BindReasonBound))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 

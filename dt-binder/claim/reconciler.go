@@ -30,6 +30,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/dt-binder/internal/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -40,12 +41,11 @@ const DefaultRetryInterval = 500 * time.Millisecond
 // Event reasons for actions and errors (phase transitions use the Bound
 // condition's reason).
 const (
-	EventTargetClaimed         = "TargetClaimed"
-	EventProvisioningRequested = "ProvisioningRequested"
-	EventDeletingTarget        = "DeletingTarget"
-	EventTargetRetained        = "TargetRetained"
-	EventClassNotFound         = "ClassNotFound"
-	EventFinalized             = "Finalized"
+	EventTargetClaimed  = "TargetClaimed"
+	EventDeletingTarget = "DeletingTarget"
+	EventTargetRetained = "TargetRetained"
+	EventClassNotFound  = "ClassNotFound"
+	EventFinalized      = "Finalized"
 	// EventBindFailed and EventReclaimFailed: a reconcile of a claim (or of
 	// a claim being deleted) failed with an error; it is retried with back-off.
 	EventBindFailed    = "BindFailed"
@@ -72,6 +72,9 @@ type Reconciler struct {
 	RetryInterval time.Duration
 
 	exp expectations
+	// written: the claim versions the binder's own writes replaced (a
+	// reconcile of such a stale cached copy is skipped).
+	written stale.Versions
 }
 
 // SetupWithManager registers the reconciler. The field indexes of package
@@ -214,10 +217,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			observability.Claims.Forget(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.written.Stale(req.NamespacedName, claim.ResourceVersion) {
+		// The cache has not caught up with the binder's own last write; its
+		// watch event brings the claim back.
+		logf.FromContext(ctx).V(1).Info("skipping a cached claim older than the binder's last write", "resourceVersion", claim.ResourceVersion)
+		return ctrl.Result{}, nil
 	}
 	ctx, span := tracing.StartReconcile(ctx, observability.Tracer(), observability.KindClaim, claim, "")
 	log := logf.FromContext(ctx)
@@ -287,14 +297,26 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope, phases []phase) 
 
 // ensureFinalizer adds the binder's finalizer before anything else happens, so
 // that a claim is never deleted without its target being dealt with. It is
-// written at once (not with the final patch) because the next phases may bind
-// a target.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
-	if hasFinalizer(s.claim) {
+// written with the reconcile's one metadata patch (with the dt-provisioner
+// mark, or the bind annotations), or — should the reconcile write a target's
+// claimRef — at once before that write (persistFinalizer).
+func (r *Reconciler) ensureFinalizer(_ context.Context, s *scope) error {
+	if !hasFinalizer(s.claim) {
+		s.claim.Finalizers = append(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
+	}
+	return nil
+}
+
+// persistFinalizer writes the finalizer ensureFinalizer added in memory, if
+// the claim on the API server does not have it yet: before the binder writes
+// anything elsewhere (a target's claimRef) for the claim.
+func (r *Reconciler) persistFinalizer(ctx context.Context, s *scope) error {
+	if hasFinalizer(s.before) || s.claim.DeletionTimestamp != nil {
 		return nil
 	}
-	base := s.claim.DeepCopy()
-	s.claim.Finalizers = append(s.claim.Finalizers, appstudiov1alpha1.ClaimFinalizer)
+	base := s.before.DeepCopy()
+	s.claim.Finalizers = append(append([]string(nil), base.Finalizers...), appstudiov1alpha1.ClaimFinalizer)
+	s.claim.Annotations = base.DeepCopy().Annotations
 	// The binder's first write on a claim starts the claim's trace for every
 	// controller that follows (no-op with tracing off).
 	s.claim.Annotations = tracing.InjectOnce(ctx, s.claim.Annotations)
@@ -305,6 +327,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
+	r.wrote(s.key, base.ResourceVersion, s.claim.ResourceVersion)
 	s.claim.Status = *desired
 	s.before = s.claim.DeepCopy()
 	s.before.Status = base.Status
@@ -422,10 +445,24 @@ func (r *Reconciler) follow(s *scope, t *appstudiov1alpha1.DeploymentTarget) {
 	case t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound:
 		s.bound(t)
 		s.link = t.Annotations
+	case provisioning(s.claim):
+		// The provisioned target has appeared but not reported Bound yet:
+		// the claim stays Pending, Provisioning until it turns Bound (no
+		// status write for the moment in between).
 	default:
 		s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
 			fmt.Sprintf("target %s names this claim; waiting for it to report Bound", t.Name))
 	}
+}
+
+// provisioning: the claim is Pending for dynamic provisioning (marked, and
+// its Bound condition says Provisioning).
+func provisioning(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	return c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] != "" &&
+		c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhasePending &&
+		cond != nil && cond.Reason == appstudiov1alpha1.BindReasonProvisioning &&
+		cond.ObservedGeneration == c.Generation
 }
 
 // bindStatic binds to the target the user named in spec.targetName, and to no
@@ -517,6 +554,11 @@ func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
 // A target another reconcile of this binder is claiming right now counts as
 // a conflict (see expectations).
 func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (err error) {
+	// A claim is never deleted without its target being dealt with: its
+	// finalizer is on the API server before any target names it.
+	if err := r.persistFinalizer(ctx, s); err != nil {
+		return err
+	}
 	key := client.ObjectKeyFromObject(t)
 	if !r.exp.reserve(key, t.ResourceVersion) {
 		return apierrors.NewConflict(appstudiov1alpha1.SchemeGroupVersion.WithResource("deploymenttargets").GroupResource(),
@@ -642,10 +684,11 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 			s.gone = true
 			return nil // deleted by now: no status to write
 		}
+		r.wrote(s.key, s.before.ResourceVersion, obj.ResourceVersion)
 		if p := obj.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" && s.before.Annotations[appstudiov1alpha1.ProvisionerAnnotation] == "" {
+			// No Event of its own: the claim's Bound event (and the trace)
+			// tell the outcome.
 			s.log.Info("requested dynamic provisioning", "provisioner", p)
-			r.Recorder.Eventf(obj, nil, corev1EventNormal, EventProvisioningRequested, "Bind",
-				"Requested a DeploymentTarget of class %s from provisioner %s", obj.Spec.DeploymentTargetClassName, p)
 		}
 		s.claim = obj
 		statusBase = obj.DeepCopy()
@@ -666,6 +709,7 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		s.gone = true
 		return nil
 	}
+	r.wrote(s.key, statusBase.ResourceVersion, s.claim.ResourceVersion)
 	if statusBase.Status.Phase != appstudiov1alpha1.DeploymentTargetClaimPhaseBound &&
 		s.claim.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
 		observability.ObserveBind(bindMode(s.claim), s.claim.CreationTimestamp.Time)
@@ -674,6 +718,14 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	}
 	r.emitTransition(s)
 	return nil
+}
+
+// wrote records that a write of the binder replaced the claim's version
+// old (a write that changed nothing keeps the version and records nothing).
+func (r *Reconciler) wrote(key types.NamespacedName, old, now string) {
+	if old != now {
+		r.written.Replaced(key, old)
+	}
 }
 
 // bindMode is the mode label of the bind latency: dynamic for claims marked
@@ -699,8 +751,11 @@ func (r *Reconciler) emitTransition(s *scope) {
 	}
 	eventType := corev1EventNormal
 	switch now.Reason {
-	case appstudiov1alpha1.BindReasonBound, appstudiov1alpha1.BindReasonProvisioning,
-		appstudiov1alpha1.BindReasonWaitingForTarget, appstudiov1alpha1.BindReasonDeletingTarget:
+	case appstudiov1alpha1.BindReasonProvisioning, appstudiov1alpha1.BindReasonWaitingForTarget:
+		// Not outcomes: the claim's Bound event (and the trace) cover them.
+		s.log.Info("claim binding changed", "phase", s.claim.Status.Phase, "reason", now.Reason, "message", now.Message)
+		return
+	case appstudiov1alpha1.BindReasonBound, appstudiov1alpha1.BindReasonDeletingTarget:
 	default:
 		eventType = corev1EventWarning
 	}

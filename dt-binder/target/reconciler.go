@@ -30,6 +30,7 @@ import (
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/dt-binder/internal/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -64,6 +65,10 @@ type Reconciler struct {
 	// Now returns the current time; nil means time.Now. Tests need no clock:
 	// they shorten UnableToTerminateTimeout instead.
 	Now func() time.Time
+
+	// written: the target versions this reconciler's status writes replaced
+	// (a reconcile of such a stale cached copy is skipped).
+	written stale.Versions
 }
 
 // SetupWithManager registers the reconciler. The field indexes of package
@@ -161,9 +166,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
 			observability.Targets.Forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.Stale(req.NamespacedName, dt.ResourceVersion) {
+		// The cache has not caught up with the binder's own last status
+		// write; its watch event brings the target back.
+		logf.FromContext(ctx).V(1).Info("skipping a cached target older than the binder's last write", "resourceVersion", dt.ResourceVersion)
+		return ctrl.Result{}, nil
 	}
 	ctx, span := tracing.StartReconcile(ctx, observability.Tracer(), observability.KindTarget, dt, "")
 	log := logf.FromContext(ctx)
@@ -373,6 +385,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err != nil {
 		s.gone = true
 		return nil
+	}
+	if s.target.ResourceVersion != s.before.ResourceVersion {
+		r.written.Replaced(client.ObjectKeyFromObject(s.target), s.before.ResourceVersion)
 	}
 	if s.before.Status.Phase != s.target.Status.Phase {
 		reason, note := string(s.target.Status.Phase), ""

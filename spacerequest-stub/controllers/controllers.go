@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
 )
@@ -66,9 +70,25 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 		}
 		ca = data
 	}
+	// A cache of the edit ClusterRole alone (list/watch with a field
+	// selector on its name, which its resourceNames-restricted RBAC allows).
+	roles, err := cache.New(cfg, cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&rbacv1.ClusterRole{}: {Field: fields.OneTermEqualSelector("metadata.name", spacerequest.EditClusterRole)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("spacerequest-stub: creating the ClusterRole cache: %w", err)
+	}
+	if err := mgr.Add(roles); err != nil {
+		return fmt.Errorf("spacerequest-stub: %w", err)
+	}
 	r := &spacerequest.Reconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
+		RoleReader:         roles,
 		Recorder:           mgr.GetEventRecorder(Component),
 		TargetClusterURL:   url,
 		CAData:             ca,

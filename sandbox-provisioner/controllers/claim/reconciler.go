@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,10 +35,10 @@ import (
 // name none.
 const DefaultTierName = "appstudio-env"
 
-// Event reasons (on the claim).
+// Event reasons (on the claim): problems only. Creating the SpaceRequest and
+// the target is logged and traced; the binder's Bound event on the claim is
+// the outcome.
 const (
-	EventSpaceRequestCreated     = "SpaceRequestCreated"
-	EventTargetCreated           = "DeploymentTargetCreated"
 	EventClassNotFound           = "ClassNotFound"
 	EventInvalidParameters       = "InvalidClassParameters"
 	EventCredentialsSecretAbsent = "CredentialsSecretMissing"
@@ -74,6 +76,56 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// DefaultTierName is the tier of SpaceRequests whose class names none.
 	DefaultTierName string
+
+	// created remembers the SpaceRequests and targets this process created
+	// and its cache does not show yet, so that a reconcile from a stale
+	// cache waits for their watch events instead of writing them again.
+	created createdObjects
+}
+
+// createdWait is how long a created object the cache does not show yet is
+// waited for before it is written again (it may have been deleted before
+// the cache ever saw it).
+const createdWait = 30 * time.Second
+
+// createdObjects is safe for concurrent use; the zero value is ready.
+type createdObjects struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func createdKey(kind string, key client.ObjectKey) string { return kind + "/" + key.String() }
+
+func (c *createdObjects) add(kind string, key client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]time.Time{}
+	}
+	c.m[createdKey(kind, key)] = time.Now()
+}
+
+// pending returns how much longer to wait for the cache to show an object
+// this process created; zero when there is nothing to wait for.
+func (c *createdObjects) pending(kind string, key client.ObjectKey) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.m[createdKey(kind, key)]
+	if !ok {
+		return 0
+	}
+	if left := createdWait - time.Since(at); left > 0 {
+		return left
+	}
+	delete(c.m, createdKey(kind, key))
+	return 0
+}
+
+// seen drops the record of an object the cache shows.
+func (c *createdObjects) seen(kind string, key client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, createdKey(kind, key))
 }
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
@@ -150,6 +202,8 @@ type scope struct {
 	stop bool
 	// reported: the error the phases return was already reported in an event.
 	reported bool
+	// requeueAfter: come back then even without an event.
+	requeueAfter time.Duration
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -183,7 +237,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil && !s.reported && !apierrors.IsConflict(err) {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, err
+}
+
+// waitForCreated stops the reconcile when the cache does not show yet an
+// object this process created: its watch event brings the claim back.
+func (r *Reconciler) waitForCreated(ctx context.Context, s *scope, kind string, key client.ObjectKey) bool {
+	left := r.created.pending(kind, key)
+	if left == 0 {
+		return false
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("waiting for the cache to show what this provisioner created", "kind", kind, "name", key.Name)
+	s.stop = true
+	s.requeueAfter = left
+	return true
 }
 
 // checkWanted stops unless the claim still waits for a sandbox target: marked
@@ -244,9 +311,11 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 	name := sandbox.ObjectName(s.claim)
 	sr := &toolchainv1alpha1.SpaceRequest{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, sr)
+	key := client.ObjectKey{Namespace: s.claim.Namespace, Name: name}
+	err := r.Client.Get(ctx, key, sr)
 	switch {
 	case err == nil:
+		r.created.seen(sandbox.KindSpaceRequest, key)
 		s.sr = sr
 		if !sr.DeletionTimestamp.IsZero() {
 			// Its deletion event brings the claim back; then a new one is made.
@@ -256,6 +325,8 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 		return nil
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+	case r.waitForCreated(ctx, s, sandbox.KindSpaceRequest, key):
+		return nil
 	}
 
 	spec := map[string]any{"tierName": s.params.TierName}
@@ -292,9 +363,8 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("applying SpaceRequest %s: %w", name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("created SpaceRequest", "tierName", s.params.TierName)
-	r.Recorder.Eventf(s.claim, nil, corev1.EventTypeNormal, EventSpaceRequestCreated, "Provision",
-		"Created SpaceRequest %s (tier %s); waiting for it to be Ready", name, s.params.TierName)
+	r.created.add(sandbox.KindSpaceRequest, key)
+	ctrl.LoggerFrom(ctx).Info("created SpaceRequest; waiting for it to be Ready", "tierName", s.params.TierName)
 	// Its status change brings the claim back.
 	s.stop = true
 	return nil
@@ -335,13 +405,16 @@ func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) error
 // left alone (after creation the binder owns its claimRef and status).
 func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	name := sandbox.ObjectName(s.claim)
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, &appstudiov1alpha1.DeploymentTarget{})
+	key := client.ObjectKey{Namespace: s.claim.Namespace, Name: name}
+	err := r.Client.Get(ctx, key, &appstudiov1alpha1.DeploymentTarget{})
 	switch {
 	case err == nil:
+		r.created.seen(sandbox.KindTarget, key)
 		ctrl.LoggerFrom(ctx).V(1).Info("target exists; waiting for the binder")
 		s.stop = true
 		return nil
 	case apierrors.IsNotFound(err):
+		r.waitForCreated(ctx, s, sandbox.KindTarget, key)
 		return nil
 	default:
 		return fmt.Errorf("reading DeploymentTarget %s: %w", name, err)
@@ -385,9 +458,8 @@ func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
 	}
+	r.created.add(sandbox.KindTarget, client.ObjectKey{Namespace: s.claim.Namespace, Name: name})
 	ctrl.LoggerFrom(ctx).Info("created DeploymentTarget", "target", name, "namespace", access.Name)
-	r.Recorder.Eventf(s.claim, nil, corev1.EventTypeNormal, EventTargetCreated, "Provision",
-		"Created DeploymentTarget %s for namespace %s (SpaceRequest %s)", name, access.Name, s.sr.Name)
 	return nil
 }
 

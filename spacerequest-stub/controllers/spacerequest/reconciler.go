@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -87,7 +89,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;bind,resourceNames=edit
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;bind,resourceNames=edit
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler serves SpaceRequests.
@@ -99,6 +101,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on SpaceRequests.
 	Recorder events.EventRecorder
+	// RoleReader reads the edit ClusterRole, normally from a cache holding
+	// only that ClusterRole; nil means APIReader.
+	RoleReader client.Reader
 
 	// TargetClusterURL is the API server URL written into kubeconfigs and
 	// status.targetClusterURL.
@@ -116,6 +121,74 @@ type Reconciler struct {
 
 	// now is the clock; nil means time.Now.
 	now func() time.Time
+
+	// superseded remembers, per SpaceRequest, the resourceVersions the
+	// stub's own writes (finalizer, status) replaced
+	// (types.NamespacedName → []string). A reconcile that finds one of them
+	// in the cache works from a copy older than the stub's own write: it is
+	// skipped, as its writes could only conflict or repeat; the watch event of
+	// that write brings the next reconcile.
+	superseded sync.Map
+	// written remembers the resourceVersion of the stub's last write (or
+	// full read) of a RoleBinding or kubeconfig Secret (string key →
+	// string). The cache holds only their metadata: a cached copy at that
+	// resourceVersion is known to hold what the stub wrote, so it needs
+	// neither a read nor a write.
+	written sync.Map
+}
+
+// recordWrite remembers that a write replaced resourceVersion rv of the
+// SpaceRequest key.
+func (r *Reconciler) recordWrite(key types.NamespacedName, rv string) {
+	if rv == "" {
+		return
+	}
+	var list []string
+	if v, ok := r.superseded.Load(key); ok {
+		list = v.([]string)
+	}
+	if slices.Contains(list, rv) {
+		return
+	}
+	// Keep the list short: only the latest writes matter.
+	if len(list) >= 4 {
+		list = list[len(list)-3:]
+	}
+	r.superseded.Store(key, append(slices.Clone(list), rv))
+}
+
+// isSuperseded reports whether rv is one the stub's writes replaced.
+func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
+	v, ok := r.superseded.Load(key)
+	return ok && slices.Contains(v.([]string), rv)
+}
+
+// remember records that the object named key is, at resourceVersion rv,
+// what the stub wrote.
+func (r *Reconciler) remember(key, rv string) {
+	if rv != "" {
+		r.written.Store(key, rv)
+	}
+}
+
+// isKnown reports whether rv is the resourceVersion remembered for key.
+func (r *Reconciler) isKnown(key, rv string) bool {
+	v, ok := r.written.Load(key)
+	return ok && rv != "" && v.(string) == rv
+}
+
+// forget drops what the reconciler keeps about a SpaceRequest that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	phases.Forget(key.Namespace, key.Name)
+	r.superseded.Delete(key)
+	r.written.Delete(secretKey(key.Namespace, SecretName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
+	r.written.Delete(roleBindingKey(NamespaceName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
+}
+
+func secretKey(namespace, name string) string { return "secret/" + namespace + "/" + name }
+
+func roleBindingKey(namespace string) string {
+	return "rolebinding/" + namespace + "/" + RoleBindingName
 }
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
@@ -129,6 +202,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		errs = append(errs, errors.New("spacerequest: Recorder is nil"))
+	}
+	if r.RoleReader == nil {
+		r.RoleReader = r.APIReader
 	}
 	if u, err := url.Parse(r.TargetClusterURL); err != nil || u.Scheme == "" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("spacerequest: target cluster URL %q is not an absolute URL", r.TargetClusterURL))
@@ -189,6 +265,11 @@ type scope struct {
 	skipStatus bool
 	// serviceAccountUID is the UID of the applied ServiceAccount.
 	serviceAccountUID types.UID
+	// wasReady: the SpaceRequest was Ready when the reconcile started (so
+	// a namespace or kubeconfig made now repairs or renews, and is worth an
+	// event of its own; during the first provisioning the Provisioned event
+	// says it all).
+	wasReady bool
 	// gone: the SpaceRequest is gone, or its finalizer was removed (it goes).
 	gone bool
 }
@@ -203,20 +284,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
 		if apierrors.IsNotFound(err) {
-			phases.Forget(req.Namespace, req.Name)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.isSuperseded(req.NamespacedName, sr.ResourceVersion) {
+		// The cache is behind the stub's own write; that write's watch
+		// event brings the next reconcile.
+		ctrl.LoggerFrom(ctx).V(1).Info("cached SpaceRequest is older than the stub's last write, skipping", "resourceVersion", sr.ResourceVersion)
+		return ctrl.Result{}, nil
+	}
 	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, sr, "")
 	before := sr.Status.DeepCopy()
-	s := &scope{sr: sr}
+	s := &scope{sr: sr, wasReady: isReady(before)}
 	// persisted is the SpaceRequest's phase (its Ready reason) on the API
 	// server after this reconcile, as far as the stub knows.
 	persisted := readyReasonOf(before)
 
 	defer func() {
 		if s.gone {
-			phases.Forget(req.Namespace, req.Name)
+			r.forget(req.NamespacedName)
 		} else {
 			phases.Phase(req.Namespace, req.Name, persisted)
 		}
@@ -324,6 +411,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, before *toolchai
 	if err != nil {
 		return fmt.Errorf("patching status of SpaceRequest %s: %w", Key(sr), err)
 	}
+	r.recordWrite(client.ObjectKeyFromObject(sr), base.ResourceVersion)
 	if turnsReady && len(before.NamespaceAccess) == 0 {
 		// First time Ready (a SpaceRequest that was Ready before keeps its
 		// namespaceAccess while it recovers from a failure).
@@ -377,6 +465,9 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.
 	ctx, span := tracing.StartStep(ctx, tracer(), Kind, step)
 	err := r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	tracing.EndStep(span, client.IgnoreNotFound(err))
+	if err == nil {
+		r.recordWrite(client.ObjectKeyFromObject(sr), base.ResourceVersion)
+	}
 	return err
 }
 
@@ -415,7 +506,7 @@ func (r *Reconciler) markProvisioningStarted(_ context.Context, s *scope) (ctrl.
 // role exists but is empty, and a kubeconfig bound to it could do nothing.
 func (r *Reconciler) checkClusterRole(ctx context.Context, s *scope) (ctrl.Result, error) {
 	role := &rbacv1.ClusterRole{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Name: EditClusterRole}, role)
+	err := r.RoleReader.Get(ctx, client.ObjectKey{Name: EditClusterRole}, role)
 	var msg string
 	switch {
 	case apierrors.IsNotFound(err):
@@ -466,6 +557,9 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, msg)
 		s.stop = true
 		return ctrl.Result{}, nil
+	case existing.Labels[ManagedByLabel] == ManagedByValue:
+		// Labels and annotations are all the stub applies: nothing to do.
+		return ctrl.Result{}, nil
 	}
 
 	ns := corev1ac.Namespace(name).
@@ -476,7 +570,9 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	if apierrors.IsNotFound(err) {
 		log.Info("created namespace", "namespace", name)
-		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
+		if s.wasReady {
+			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
+		}
 	}
 	return ctrl.Result{}, nil
 }
@@ -488,6 +584,19 @@ func conditionMessageIs(sr *toolchainv1alpha1.SpaceRequest, msg string) bool {
 
 func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := NamespaceName(s.sr)
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ServiceAccountName}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading ServiceAccount %s/%s: %w", ns, ServiceAccountName, err)
+	case existing.DeletionTimestamp.IsZero() && existing.UID != "" &&
+		existing.Labels[ManagedByLabel] == ManagedByValue && existing.Annotations[SpaceRequestAnnotation] == Key(s.sr):
+		// Labels and annotations are all the stub applies: nothing to do.
+		s.serviceAccountUID = existing.UID
+		return ctrl.Result{}, nil
+	}
 	sa := corev1ac.ServiceAccount(ServiceAccountName, ns).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
@@ -503,6 +612,17 @@ func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Re
 
 func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := NamespaceName(s.sr)
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: RoleBindingName}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+	case existing.DeletionTimestamp.IsZero() && r.isKnown(roleBindingKey(ns), existing.ResourceVersion):
+		// Unchanged since the stub applied it.
+		return ctrl.Result{}, nil
+	}
 	rb := rbacv1ac.RoleBinding(RoleBindingName, ns).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)}).
@@ -517,6 +637,7 @@ func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Resul
 	if err := r.apply(ctx, "ApplyRoleBinding", ns, rb); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying RoleBinding %s/%s: %w", ns, RoleBindingName, err)
 	}
+	r.remember(roleBindingKey(ns), ptr.Deref(rb.ResourceVersion, ""))
 	return ctrl.Result{}, nil
 }
 
@@ -529,19 +650,39 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 	credHash := hashOf(r.TargetClusterURL, string(r.CAData), fmt.Sprint(r.Insecure), ns, ServiceAccountName, string(s.serviceAccountUID))
 	now := r.clock()
 
-	existing := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, existing)
+	// The cache holds the Secret's metadata only. A copy at the
+	// resourceVersion the stub last wrote (or read in full) holds the
+	// kubeconfig the stub wrote; any other needs a look at its data.
+	key := secretKey(s.sr.Namespace, name)
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, cached)
+	var known *metav1.ObjectMeta
+	hasData := false
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
-	case existing.Annotations[SpaceRequestAnnotation] != Key(s.sr):
-		return ctrl.Result{}, fmt.Errorf("secret %s/%s exists and was not created for this SpaceRequest", s.sr.Namespace, name)
+	case r.isKnown(key, cached.ResourceVersion):
+		known, hasData = &cached.ObjectMeta, true
 	default:
-		refreshAt, perr := time.Parse(time.RFC3339, existing.Annotations[TokenRefreshAtAnnotation])
-		if perr == nil && now.Before(refreshAt) &&
-			existing.Annotations[CredentialsHashAnnotation] == credHash &&
-			len(existing.Data[toolchainv1alpha1.AdminKubeconfigKey]) > 0 {
+		existing := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, existing)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
+		default:
+			known, hasData = &existing.ObjectMeta, len(existing.Data[toolchainv1alpha1.AdminKubeconfigKey]) > 0
+		}
+	}
+	if known != nil {
+		if known.Annotations[SpaceRequestAnnotation] != Key(s.sr) {
+			return ctrl.Result{}, fmt.Errorf("secret %s/%s exists and was not created for this SpaceRequest", s.sr.Namespace, name)
+		}
+		refreshAt, perr := time.Parse(time.RFC3339, known.Annotations[TokenRefreshAtAnnotation])
+		if perr == nil && now.Before(refreshAt) && known.Annotations[CredentialsHashAnnotation] == credHash && hasData {
+			r.remember(key, known.ResourceVersion)
 			return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
 		}
 	}
@@ -594,7 +735,12 @@ func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, c
 	if err := r.Client.Apply(ctx, secret, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying Secret %s/%s: %w", s.sr.Namespace, name, err)
 	}
+	r.remember(secretKey(s.sr.Namespace, name), ptr.Deref(secret.ResourceVersion, ""))
 	log.Info("issued kubeconfig", "secret", name, "namespace", ns, "tokenExpiresAt", expires, "refreshAt", refreshAt)
+	if !s.wasReady {
+		// First provisioning: the Provisioned event follows.
+		return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
+	}
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventCredentialsIssued, "Provision",
 		"Issued a kubeconfig for namespace %s in Secret %s (token expires %s)", ns, name, expires.UTC().Format(time.RFC3339))
 	return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
