@@ -33,6 +33,9 @@ ETCD_PEER_PORT="${TERRACE_ETCD_PEER_PORT:-22380}"
 APISERVER_PORT="${TERRACE_APISERVER_PORT:-26443}"
 KCM_PORT="${TERRACE_KCM_PORT:-20257}"
 CONTROLLER_PORT_BASE="${TERRACE_CONTROLLER_PORT_BASE:-28080}"
+# Set to serve each controller's /debug/pprof on 127.0.0.1:<base + index>
+# (the order of TERRACE_BINARIES); unset, profiling stays off.
+PPROF_PORT_BASE="${TERRACE_PPROF_PORT_BASE:-}"
 
 NAMESPACE="terrace-system"
 # shellcheck source=components.sh
@@ -226,10 +229,13 @@ start_controllers() {
   for c in "${CONTROLLERS[@]}"; do
     [[ -x "${BIN}/${c}" ]] || die "${BIN}/${c} missing: run make build"
     local metrics=$((CONTROLLER_PORT_BASE + 2 * i)) health=$((CONTROLLER_PORT_BASE + 2 * i + 1))
+    local pprof=0
+    [[ -n "${PPROF_PORT_BASE}" ]] && pprof="127.0.0.1:$((PPROF_PORT_BASE + i))"
     start "${c}" "${BIN}/${c}" \
       --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \
       --metrics-bind-address "127.0.0.1:${metrics}" \
       --health-probe-bind-address "127.0.0.1:${health}" \
+      --pprof-bind-address "${pprof}" \
       --log-format console
     echo "${metrics} ${health}" >"${PIDS}/${c}.ports"
     i=$((i + 1))

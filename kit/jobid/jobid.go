@@ -7,13 +7,36 @@
 // place keeps every controller agreeing on when a job is running.
 package jobid
 
-import "github.com/google/uuid"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
 
 // New returns a fresh, random job ID (a UUID v4). Random IDs need no
 // coordination between controllers or replicas and never repeat, so a
 // finished job can never be mistaken for a new one.
 func New() string {
 	return uuid.NewString()
+}
+
+// jobNamespace is the name space of derived job IDs (a fixed random UUID).
+var jobNamespace = uuid.MustParse("7b0b8e3c-5f1e-4c55-9a0e-2f6f3d1c9a41")
+
+// Derive returns the job ID that follows from the state a controller read
+// (a name-based UUID v5 of parts, e.g. the object's UID, its generation and
+// the previous job ID). A reconcile that starts a job and creates its
+// sub-objects before the start is written can then be repeated after a
+// conflict: reading the same state it starts the same job again, instead of
+// a second one. Because the previous job ID is part of the state, every job
+// gets an ID of its own.
+func Derive(parts ...string) string {
+	var b []byte
+	for _, p := range parts {
+		// Length-prefixed, so ("ab","c") and ("a","bc") differ.
+		b = append(b, fmt.Sprintf("%d:%s;", len(p), p)...)
+	}
+	return uuid.NewSHA1(jobNamespace, b).String()
 }
 
 // Finished reports whether the current job is done: the finished ID has caught

@@ -45,3 +45,33 @@ func TestFinishedAndHasNewJob(t *testing.T) {
 		})
 	}
 }
+
+func TestDerive(t *testing.T) {
+	a := Derive("uid-1", "1", "", "")
+	if again := Derive("uid-1", "1", "", ""); again != a {
+		t.Fatalf("Derive is not deterministic: %q then %q", a, again)
+	}
+	u, err := uuid.Parse(a)
+	if err != nil {
+		t.Fatalf("Derive returned %q, not a UUID: %v", a, err)
+	}
+	if u.Version() != 5 {
+		t.Errorf("Derive returned UUID version %d, want 5", u.Version())
+	}
+	seen := map[string][]string{}
+	for _, parts := range [][]string{
+		{"uid-1", "1", "", ""},
+		{"uid-2", "1", "", ""},
+		{"uid-1", "2", "", ""},
+		{"uid-1", "1", a, a},
+		{"uid-1", "1", "", "", "deleting"},
+		{"uid-11", "", "", ""},
+		{"uid-1", "1", "", "", ""},
+	} {
+		id := Derive(parts...)
+		if prev, ok := seen[id]; ok {
+			t.Errorf("Derive(%q) = Derive(%q) = %q", parts, prev, id)
+		}
+		seen[id] = parts
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -56,8 +57,13 @@ func New(component string, scheme *runtime.Scheme, o Options) (ctrl.Manager, err
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
-		LeaderElection:         o.LeaderElect,
-		LeaderElectionID:       leaderElectionID,
+		PprofBindAddress:       o.PprofBindAddress,
+		// Objects are cached without managedFields: no Terrace controller
+		// reads them from the cache, and they are often the bulk of an
+		// object (less memory, cheaper deep copies).
+		Cache:            cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		LeaderElection:   o.LeaderElect,
+		LeaderElectionID: leaderElectionID,
 		// Empty lets controller-runtime use the pod's own namespace.
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Releasing the Lease on shutdown lets a standby replica take over at

@@ -43,7 +43,7 @@ func TestBindFlagsParse(t *testing.T) {
 		"--kubeconfig=/k", "--health-probe-bind-address=:7000", "--leader-elect",
 		"--leader-election-id=x", "--leader-election-namespace=ns", "--concurrency=8",
 		"--kube-api-qps=5.5", "--kube-api-burst=7", "--log-level=debug", "--log-format=console",
-		"--graceful-shutdown-timeout=5s",
+		"--graceful-shutdown-timeout=5s", "--pprof-bind-address=127.0.0.1:6060",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +52,7 @@ func TestBindFlagsParse(t *testing.T) {
 		Kubeconfig:              "/k",
 		MetricsBindAddress:      ":9090",
 		HealthProbeBindAddress:  ":7000",
+		PprofBindAddress:        "127.0.0.1:6060",
 		LeaderElect:             true,
 		LeaderElectionID:        "x",
 		LeaderElectionNamespace: "ns",

@@ -49,6 +49,11 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles (CPU, heap) for
+	// finding what a controller spends its time on; empty or "0" (the
+	// default) disables it. Bind it to localhost: profiles are not
+	// authenticated.
+	PprofBindAddress string
 
 	// LeaderElect makes only one replica reconcile at a time. It is off by
 	// default because the local environment runs a single process per
@@ -97,6 +102,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address the /healthz and /readyz endpoints bind to; "0" disables them.`)
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		`Address the /debug/pprof endpoints bind to (e.g. "127.0.0.1:6060"); "0" or empty disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Enable leader election so that only one replica is active at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID,

@@ -33,6 +33,9 @@ func TestDeleteStateOf(t *testing.T) {
 		{"deleting, no error yet", item(true, lsv1alpha1.PhaseDeleting, "", now, nil), deleteRunning},
 		{"deleting, error from before the deletion", item(true, lsv1alpha1.PhaseFailed, "Reconcile", before, nil), deleteRunning},
 		{"deletion failed", item(true, lsv1alpha1.PhaseFailed, "Delete", now, nil), deleteFailed},
+		{"install job failed in the same second as the deletion", item(true, lsv1alpha1.PhaseFailed, "Reconcile", now, nil), deleteRunning},
+		{"failed a second after the deletion", item(true, lsv1alpha1.PhaseFailed, "Reconcile", metav1.NewTime(now.Add(time.Second)), nil), deleteFailed},
+		{"DeleteFailed", item(true, lsv1alpha1.PhaseDeleteFailed, "Uninstall", now, nil), deleteFailed},
 		{"interrupted in the same second as the deletion", item(true, lsv1alpha1.PhaseFailed, lsv1alpha1.OperationInterrupted, now, nil), deleteRunning},
 		{"deletion failed, retry requested", item(true, lsv1alpha1.PhaseFailed, "Delete", now, retry), deleteRunning},
 	} {

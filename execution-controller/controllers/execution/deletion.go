@@ -27,7 +27,8 @@ import (
 // when its deletionTimestamp is set (the deletion is the trigger; no job ID
 // is handed to a deleting item, which would race with a deletion that fails
 // fast), and remove their finalizer when done; a failed deletion leaves the
-// item Failed with a lastError newer than the deletion.
+// item DeleteFailed, or Failed with a lastError of the deletion (see
+// deleteStateOf).
 type deleteState int
 
 const (
@@ -41,13 +42,19 @@ func deleteStateOf(di *lsv1alpha1.DeployItem) deleteState {
 		return deleteNotStarted
 	}
 	le := di.Status.LastError
-	// Times have a resolution of one second, so an interrupt in the same
-	// second as the deletion would look like a failed deletion: an interrupt
-	// is this controller's own verdict on the install job, never a deployer's
-	// on the deletion.
-	if di.Status.Phase.IsFailed() && le != nil && !le.LastUpdateTime.Before(di.DeletionTimestamp) &&
-		le.Operation != lsv1alpha1.OperationInterrupted &&
-		operation(di) != lsv1alpha1.OperationReconcile { // a retry has been requested
+	if !di.Status.Phase.IsFailed() || le == nil || le.Operation == lsv1alpha1.OperationInterrupted ||
+		operation(di) == lsv1alpha1.OperationReconcile { // a retry has been requested
+		// An interrupt is this controller's own verdict on the install job,
+		// never a deployer's on the deletion.
+		return deleteRunning
+	}
+	// A deployer reports a failed deletion as DeleteFailed, or Failed with
+	// lastError.operation Delete (the deployer library does). Times have a
+	// resolution of one second, so an install job that failed in the same
+	// second as the deletion must not count: only an error from a later
+	// second is taken as the deletion's verdict without those marks.
+	if di.Status.Phase == lsv1alpha1.PhaseDeleteFailed || le.Operation == OperationDelete ||
+		le.LastUpdateTime.After(di.DeletionTimestamp.Time) {
 		return deleteFailed
 	}
 	return deleteRunning

@@ -119,7 +119,8 @@ func (r *Reconciler) loadItems(ctx context.Context, s *scope) (ctrl.Result, erro
 
 // desiredItem is the apply body of the DeployItem for template t: spec,
 // labels, the depends-on annotation and the controller reference. It never
-// names status, the deployer's finalizer or the reconcile-time annotation.
+// names status or the deployer's finalizer; syncItems adds the reconcile-time
+// annotation to the create of an item handed its job at once.
 func desiredItem(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) (*unstructured.Unstructured, error) {
 	labels := map[string]any{}
 	for k, v := range t.Labels {
@@ -227,6 +228,14 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 		if err != nil {
 			return err
 		}
+		stamped := ""
+		if cur == nil && len(t.DependsOn) == 0 {
+			// A new item without dependencies is handed the job in this very
+			// reconcile: its create carries the reconcile-time stamp, so the
+			// hand-over needs no annotation patch of its own (handOver).
+			stamped = r.Now().UTC().Format(ReconcileTimeFormat)
+			_ = unstructured.SetNestedField(u.Object, stamped, "metadata", "annotations", lsv1alpha1.ReconcileTimeAnnotation)
+		}
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying deploy item %s: %w", t.Name, err)
@@ -241,6 +250,9 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 		if cur == nil {
 			log.Info("created deploy item", "item", t.Name, "deployItem", applied.Name)
 			s.items[t.Name] = applied
+			if stamped != "" {
+				s.stamped = append(s.stamped, t.Name)
+			}
 		} else {
 			log.Info("updated deploy item", "item", t.Name, "deployItem", applied.Name)
 			*cur = *applied
@@ -270,7 +282,10 @@ const ReconcileTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 // and the deployer removed reconcile-time — the patch conflicts and nothing
 // is written (re-stamping reconcile-time then would fire a false pickup
 // timeout); the newer version's watch event brings the next reconcile.
-func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, job string) (bool, error) {
+//
+// An item created by this reconcile with the stamp (stampedAtCreate) skips
+// the annotation patch, unless a trace context has to go in.
+func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, job string, stampedAtCreate bool) (bool, error) {
 	if di.Status.JobID == job {
 		return false, nil
 	}
@@ -281,21 +296,26 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		return false, nil
 	}
 	item := di.DeepCopy()
-	stamp := r.Now().UTC().Format(ReconcileTimeFormat)
-	set := map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: &stamp}
+	set := map[string]*string{}
 	// The deployer continues this job's trace: the span context goes into the
 	// same write (only while tracing is on).
 	if tc, ok := tracing.Inject(ctx, item.Annotations)[tracing.TraceContextAnnotation]; ok {
 		set[tracing.TraceContextAnnotation] = &tc
 	}
+	if !stampedAtCreate || len(set) > 0 {
+		stamp := r.Now().UTC().Format(ReconcileTimeFormat)
+		set[lsv1alpha1.ReconcileTimeAnnotation] = &stamp
+	}
 	replaced := []string{item.ResourceVersion}
-	if err := patch.Annotations(ctx, r.Client, r.FieldManager, item, item.ResourceVersion, set); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			logf.FromContext(ctx).V(1).Info("deploy item changed since it was read; hand-over waits for its event",
-				"deployItem", item.Name, "error", err.Error())
-			return false, nil
+	if len(set) > 0 {
+		if err := patch.Annotations(ctx, r.Client, r.FieldManager, item, item.ResourceVersion, set); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				logf.FromContext(ctx).V(1).Info("deploy item changed since it was read; hand-over waits for its event",
+					"deployItem", item.Name, "error", err.Error())
+				return false, nil
+			}
+			return false, err
 		}
-		return false, err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -426,7 +427,7 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 		if di == nil {
 			continue // created this reconcile but not readable yet: the next event brings it
 		}
-		handed, err := r.handOver(ctx, di, job)
+		handed, err := r.handOver(ctx, di, job, slices.Contains(s.stamped, n))
 		if err != nil {
 			return false, err
 		}

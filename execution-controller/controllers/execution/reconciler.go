@@ -119,6 +119,9 @@ type scope struct {
 	before lsv1alpha1.ExecutionStatus
 	// items are the deploy items the execution controls, by item name.
 	items map[string]*lsv1alpha1.DeployItem
+	// stamped names the items this reconcile created with the
+	// reconcile-time stamp in their create.
+	stamped []string
 	// gone is set when the execution's finalizer was removed: no status write.
 	gone bool
 	// guardStatus makes the status write conditional on the execution's

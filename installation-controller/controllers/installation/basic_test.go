@@ -10,13 +10,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/kit/jobid"
 )
 
 // A root installation with one mock item walks the whole installation flow.
 // The phases that need no waiting run in one reconcile with one status
-// write: a watcher sees the job's start (Init), the wait for the execution
-// (Progressing) and the end; CleanupOrphaned, ObjectsCreated and Completing
-// ran in between (the execution got the job, the Ready condition and the
+// write: a watcher sees the job's start together with the wait for the
+// execution (Progressing), and the end; Init, CleanupOrphaned, ObjectsCreated
+// and Completing ran in between (the execution got the job, the Ready condition and the
 // exports are the evidence).
 func TestRootJobWalksEveryPhase(t *testing.T) {
 	ns, g := setup(t)
@@ -34,9 +36,13 @@ func TestRootJobWalksEveryPhase(t *testing.T) {
 	g.Expect(got.Status.ExecutionReference).NotTo(BeNil())
 	g.Expect(got.Status.Conditions).To(ContainElement(And(
 		HaveField("Type", lsv1alpha1.ConditionReady), HaveField("Status", BeEquivalentTo("True")), HaveField("ObservedGeneration", got.Generation))))
+	// Init, CleanupOrphaned and ObjectsCreated need no waiting: they share
+	// the job start's status write with Progressing.
 	g.Eventually(func() []lsv1alpha1.Phase { return rec.phases("root") }, timeout, interval).Should(Equal([]lsv1alpha1.Phase{
-		lsv1alpha1.PhaseInit, lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseSucceeded,
+		lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseSucceeded,
 	}))
+	g.Expect(got.Annotations).To(HaveKeyWithValue(installation.StartedJobAnnotation, got.Status.JobID),
+		"the consumed annotation leaves the record of the job it started")
 
 	exec, err := getExec(ns, "root")()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -47,6 +53,28 @@ func TestRootJobWalksEveryPhase(t *testing.T) {
 	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
 	g.Expect(items.Items).To(HaveLen(1))
 	g.Expect(items.Items[0].Status.JobIDFinished).To(Equal(got.Status.JobID))
+}
+
+// A reconcile annotation consumed for a job whose start never reached the
+// status (the controller died between its metadata patch and its status
+// write) is not lost: the started-job record resumes that very job.
+func TestLostJobStartIsResumed(t *testing.T) {
+	ns, g := setup(t)
+	create(g, newInstallation(ns, "root", simpleBlueprint("")))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(HaveField("Finalizers", ContainElement(lsv1alpha1.Finalizer)))
+	inst, _ := getInst(ns, "root")()
+	g.Expect(inst.Status.JobID).To(BeEmpty())
+	// What the controller writes when it consumes the annotation of a new
+	// root: the job derived from the status it read (no job yet).
+	started := jobid.Derive(string(inst.UID), "", "", "false")
+	annotate(g, inst, installation.StartedJobAnnotation, started)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", started)))
+
+	// A record that does not follow from the status (here: the job that
+	// just finished) starts nothing.
+	inst, _ = getInst(ns, "root")()
+	annotate(g, inst, installation.StartedJobAnnotation, jobid.Derive("some", "other", "state"))
+	g.Consistently(getInst(ns, "root"), "2s", interval).Should(HaveField("Status.JobID", started))
 }
 
 // Without the reconcile annotation a new root installation does nothing.

@@ -21,6 +21,12 @@ const (
 	// KeyAnnotation holds the logical name of a context object (the dataRef or
 	// target name its users write), which its object name may not show.
 	KeyAnnotation = "installation.terrace.dev/key"
+	// StartedJobAnnotation records, on a root installation, the job that a
+	// reconcile annotation started. It is written in the same metadata patch
+	// that consumes the reconcile annotation, before the job's sub-objects
+	// are created or handed it, so a start whose status write never happened
+	// (a crash, a conflict) is resumed by the next reconcile instead of lost.
+	StartedJobAnnotation = "installation.terrace.dev/started-job"
 )
 
 // Field indexes on Installations.

@@ -487,15 +487,23 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	if d.Postponed && inst.Status.Phase != "" {
 		logf.FromContext(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
 	}
+	if d.Action == jobs.Idle && startLost(inst) {
+		// The reconcile annotation was consumed for this job, but its start
+		// never reached the status: resume it (same ID, sub-objects found
+		// done as far as they got).
+		d = jobs.Decision{Action: jobs.StartNewJob, Phase: lsv1alpha1.PhaseInit}
+		logf.FromContext(ctx).Info("resuming a job whose start was not written", "startedJobID", inst.Annotations[StartedJobAnnotation])
+	}
 	switch d.Action {
 	case jobs.Idle:
 		return ctrl.Result{}, true, nil
 	case jobs.Continue:
 		return ctrl.Result{}, false, nil
 	case jobs.StartNewJob:
-		inst.Status.JobID = jobid.New()
+		inst.Status.JobID = newJobID(inst)
 	}
-	// Guarded: a stale cache can never start a job twice.
+	// Guarded: the status write that records the start carries the
+	// resourceVersion read, so a stale cache can never start a job twice.
 	s.lock = true
 	trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(inst.Status.JobID))
 	inst.Status.Phase = d.Phase
@@ -511,8 +519,31 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		r.clock.Start(key(inst), job, started)
 		r.metrics.JobStarted()
 	})
-	// The start is written now, guarded: a stale cache conflicts here before
-	// anything of the job is created or handed over.
+	if d.Phase == lsv1alpha1.PhaseInit {
+		// An install job's start goes out with the status write of the
+		// phases that run now (one write instead of two). Should that write
+		// conflict or never happen after sub-objects were created or handed
+		// the job, the next reconcile reads the same state, derives the same
+		// job ID (newJobID) and finds that work done already.
+		if d.RemoveOperation && isRoot(inst) {
+			// A root's reconcile annotation is consumed first, in one guarded
+			// metadata patch with the finalizer and the started-job record
+			// that keeps the request from being lost (startLost).
+			if err := r.consumeAnnotation(ctx, inst, inst.Status.JobID); err != nil {
+				s.skipWrite = true
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
+					return ctrl.Result{RequeueAfter: time.Second}, true, nil
+				}
+				return ctrl.Result{}, true, err
+			}
+		}
+		return ctrl.Result{}, false, nil
+	}
+	// A deletion job's start is written now, guarded, before anything is
+	// deleted (it shows InitDelete first); a reconcile annotation that
+	// restarts a failed deletion is consumed only after that write, so the
+	// request is never lost.
 	if err := r.flushStatus(ctx, s); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
@@ -521,9 +552,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		return ctrl.Result{}, true, err
 	}
 	if d.RemoveOperation {
-		// Removed only after the new job is written, so it is never lost; the
-		// finalizer (if still missing) comes in the same patch.
-		if err := r.consumeAnnotation(ctx, inst); err != nil {
+		if err := r.consumeAnnotation(ctx, inst, ""); err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}
@@ -531,14 +560,42 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	return ctrl.Result{}, false, nil
 }
 
+// newJobID derives the ID of a new job from the state it starts from: the
+// installation's UID, previous job and whether it is being deleted (the
+// previous job makes every job's ID its own). A reconcile repeated from the
+// same state starts the same job.
+func newJobID(inst *lsv1alpha1.Installation) string {
+	return jobid.Derive(string(inst.UID), inst.Status.JobID, inst.Status.JobIDFinished,
+		strconv.FormatBool(inst.DeletionTimestamp != nil))
+}
+
+// startLost reports whether a reconcile annotation was consumed for a job
+// (StartedJobAnnotation) that the status does not show: the job the
+// installation's current status would start next. Deletion jobs never
+// count (their start is written before the annotation is consumed).
+func startLost(inst *lsv1alpha1.Installation) bool {
+	started := inst.Annotations[StartedJobAnnotation]
+	return started != "" && isRoot(inst) && inst.DeletionTimestamp == nil &&
+		started != inst.Status.JobID && started == newJobID(inst)
+}
+
 // consumeAnnotation removes the reconcile annotation and adds the finalizer
 // (unless present or the installation is being deleted) in one metadata
-// patch; guarded by the resourceVersion when it changes the finalizers (a
-// merge patch replaces that list as a whole).
-func (r *Reconciler) consumeAnnotation(ctx context.Context, inst *lsv1alpha1.Installation) error {
+// patch. With a started job it also records that job (StartedJobAnnotation)
+// and is always guarded by the resourceVersion read; otherwise only when it
+// changes the finalizers (a merge patch replaces that list as a whole).
+func (r *Reconciler) consumeAnnotation(ctx context.Context, inst *lsv1alpha1.Installation, started string) error {
 	meta := map[string]any{}
+	annotations := map[string]any{}
 	if _, ok := inst.Annotations[lsv1alpha1.OperationAnnotation]; ok {
-		meta["annotations"] = map[string]any{lsv1alpha1.OperationAnnotation: nil}
+		annotations[lsv1alpha1.OperationAnnotation] = nil
+	}
+	if started != "" {
+		annotations[StartedJobAnnotation] = started
+		meta["resourceVersion"] = inst.ResourceVersion
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	if inst.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(inst, lsv1alpha1.Finalizer) {
 		meta["finalizers"] = append(slices.Clone(inst.Finalizers), lsv1alpha1.Finalizer)

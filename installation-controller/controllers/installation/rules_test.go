@@ -116,7 +116,7 @@ func TestDeletionFlow(t *testing.T) {
 	for _, n := range []string{"root-a", "root-b"} {
 		g.Expect(gone(getInst(ns, n))()).To(BeTrue(), n)
 	}
-	g.Expect(rec.phases("root")).To(HaveExactElements(lsv1alpha1.PhaseInit, lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseSucceeded,
+	g.Expect(rec.phases("root")).To(HaveExactElements(lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseSucceeded,
 		lsv1alpha1.PhaseInitDelete, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting))
 	g.Expect(rec.phases("root-b")).To(ContainElements(lsv1alpha1.PhaseInitDelete, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting))
 	for _, list := range []client.ObjectList{&lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
