@@ -2,17 +2,20 @@ package binder_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +60,7 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	startBinder(t, binder.Options{}, ns)
+	statuses := watchClaimStatuses(t, ns)
 
 	applySeed(t, "004-step0-deploymenttargetclass.yaml", ns)
 	applySeed(t, "004-step1-deploymenttargetclaim.yaml", ns)
@@ -94,6 +98,59 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 		}
 		g.Expect(reasons).To(ConsistOf(appstudiov1alpha1.BindReasonBound))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// The wait for the provisioner is one status write: the claim is
+	// Pending, Provisioning from its first status until it is Bound.
+	g.Eventually(statuses.get).WithTimeout(timeout).WithPolling(poll).Should(HaveExactElements(
+		"Pending/Provisioning", "Bound/Bound"))
+}
+
+// claimStatuses records, from a watch, each distinct status a namespace's
+// claims went through ("<phase>/<Bound reason>"; consecutive versions with
+// the same status count once).
+type claimStatuses struct {
+	mu   sync.Mutex
+	seen []string
+	last string
+}
+
+func (c *claimStatuses) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.seen)
+}
+
+func watchClaimStatuses(t *testing.T, ns string) *claimStatuses {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &appstudiov1alpha1.DeploymentTargetClaimList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	cs := &claimStatuses{}
+	go func() {
+		for ev := range w.ResultChan() {
+			c, ok := ev.Object.(*appstudiov1alpha1.DeploymentTargetClaim)
+			if !ok || c.Status.Phase == "" {
+				continue
+			}
+			st := fmt.Sprintf("%s/%s", c.Status.Phase, boundReason(c.Status.Conditions))
+			if cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound); cond != nil {
+				st += "\x00" + cond.Message
+			}
+			cs.mu.Lock()
+			if st != cs.last {
+				cs.last = st
+				cs.seen = append(cs.seen, strings.SplitN(st, "\x00", 2)[0])
+			}
+			cs.mu.Unlock()
+		}
+	}()
+	return cs
 }
 
 // TestStaticBindingByTargetName: spec.targetName binds exactly that target;

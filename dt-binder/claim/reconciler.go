@@ -410,11 +410,17 @@ func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 	if p := c.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" {
 		// Once marked, the claim waits for its provisioner only: binding it to
 		// another free target now would orphan what the provisioner creates.
-		s.pending(appstudiov1alpha1.BindReasonProvisioning,
-			fmt.Sprintf("waiting for provisioner %s to create a target", p))
+		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, p))
 		return nil
 	}
 	return r.bindBestMatch(ctx, s)
+}
+
+// provisioningMessage is the Bound condition's message while a claim waits
+// for its provisioner: the same when the claim is marked and on every
+// reconcile after, so the wait costs one status write.
+func provisioningMessage(c *appstudiov1alpha1.DeploymentTargetClaim, provisioner string) string {
+	return fmt.Sprintf("no free target of class %s; waiting for provisioner %s to create one", c.Spec.DeploymentTargetClassName, provisioner)
 }
 
 // whyNotEligible explains why targets that name the claim are not bound to it
@@ -528,8 +534,7 @@ func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
 			c.Annotations = map[string]string{}
 		}
 		c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] = s.class.Spec.Provisioner
-		s.pending(appstudiov1alpha1.BindReasonProvisioning,
-			fmt.Sprintf("no free target of class %s; waiting for provisioner %s to create one", c.Spec.DeploymentTargetClassName, s.class.Spec.Provisioner))
+		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, s.class.Spec.Provisioner))
 		return nil
 	}
 	for _, t := range candidates {

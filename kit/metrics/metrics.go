@@ -92,20 +92,31 @@ func (r Recorder) Phase(namespace, name, phase string) {
 	if phase == "" {
 		return
 	}
-	g, err := objectPhase.GetMetricWithLabelValues(r.Kind, namespace, name, phase)
-	if err != nil {
-		return
+	k := objectKey{kind: r.Kind, namespace: namespace, name: name}
+	if prev, ok := lastPhase.Load(k); ok {
+		if prev.(string) == phase {
+			return
+		}
+		// The exact series of the previous phase: a partial-match delete
+		// would scan every object's series, on every transition.
+		objectPhase.DeleteLabelValues(r.Kind, namespace, name, prev.(string))
 	}
-	if current(g) == 1 {
-		return
-	}
-	objectPhase.DeletePartialMatch(prometheus.Labels{LabelKind: r.Kind, LabelNamespace: namespace, LabelName: name})
 	objectPhase.WithLabelValues(r.Kind, namespace, name, phase).Set(1)
+	lastPhase.Store(k, phase)
 	phaseTransitions.WithLabelValues(r.Kind, phase).Inc()
 }
+
+// objectKey names an object in lastPhase.
+type objectKey struct{ kind, namespace, name string }
+
+// lastPhase holds the phase each object's gauge series shows (the process's
+// own record: the series are this process's too).
+var lastPhase sync.Map
 
 // Forget deletes the object's per-object series; call it when the object is
 // gone (deleted, or its finalizer removed).
 func (r Recorder) Forget(namespace, name string) {
-	objectPhase.DeletePartialMatch(prometheus.Labels{LabelKind: r.Kind, LabelNamespace: namespace, LabelName: name})
+	if prev, ok := lastPhase.LoadAndDelete(objectKey{kind: r.Kind, namespace: namespace, name: name}); ok {
+		objectPhase.DeleteLabelValues(r.Kind, namespace, name, prev.(string))
+	}
 }
