@@ -8,7 +8,7 @@
 // under .local/bench/. The environment is stopped at the end, also after a
 // failure or Ctrl-C (unless -keep).
 //
-//	terrace-bench [-workloads single,tree,chain,roots,claims] [-n roots=50:200:1000,single=20,...] [-keep]
+//	terrace-bench [-workloads single,tree,chain,roots,claims,apicost] [-n roots=50:200:1000,single=20,...] [-keep]
 package main
 
 import (
@@ -165,6 +165,17 @@ func run() (retErr error) {
 	var runErr error
 	for _, name := range o.workloads {
 		for _, n := range o.sizes[name] {
+			if name == wAPICost {
+				costs, err := b.apiCost(ctx, n, o.creators)
+				rep.APICost = costs
+				if err == nil {
+					err = writeAPICost(os.Stdout, costs)
+				}
+				if err != nil {
+					runErr = errors.Join(runErr, fmt.Errorf("%s: %w", wAPICost, err))
+				}
+				continue
+			}
 			w := newWorkload(name, n, o.creators)
 			res := b.measure(ctx, w)
 			rep.Results = append(rep.Results, res)

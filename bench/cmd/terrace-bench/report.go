@@ -25,6 +25,8 @@ type report struct {
 	Flags    string      `json:"flags"`
 	QuietFor string      `json:"quietWindow"`
 	Results  []*result   `json:"results"`
+	// APICost prices single requests (workload apicost).
+	APICost []apiCostResult `json:"apiCost,omitempty"`
 }
 
 type machineInfo struct {

@@ -49,7 +49,7 @@ const (
 	wClaims = "claims"
 )
 
-var allWorkloads = []string{wSingle, wTree, wChain, wRoots, wClaims}
+var allWorkloads = []string{wSingle, wTree, wChain, wRoots, wClaims, wAPICost}
 
 // defaultSizes are the sizes of issue 9; roots runs once per size.
 var defaultSizes = map[string][]int{
@@ -58,6 +58,8 @@ var defaultSizes = map[string][]int{
 	wChain:  {50},
 	wRoots:  {50, 200, 1000},
 	wClaims: {100},
+	// requests of each kind
+	wAPICost: {500},
 }
 
 // treeFanOut is the fan-out of the tree workload.
