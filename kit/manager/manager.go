@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -195,5 +196,9 @@ func RESTConfig(component string, o Options) (*rest.Config, error) {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	cfg.UserAgent = fmt.Sprintf("terrace-%s (%s/%s)", component, goruntime.GOOS, goruntime.GOARCH)
+	// API warnings are logged once per distinct message: kube-apiserver
+	// repeats the same warning on every write (e.g. on the Landscaper
+	// finalizer name, which the seeds fix), and one line says it all.
+	cfg.WarningHandlerWithContext = crlog.NewKubeAPIWarningLogger(crlog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 	return cfg, nil
 }

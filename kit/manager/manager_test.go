@@ -1,15 +1,18 @@
 package manager
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func TestBindFlagsDefaults(t *testing.T) {
@@ -135,6 +138,18 @@ func TestRESTConfig(t *testing.T) {
 	}
 	if !strings.HasPrefix(cfg.UserAgent, "terrace-dt-binder ") {
 		t.Errorf("user agent %q does not name the component", cfg.UserAgent)
+	}
+
+	// An API warning repeated on every write is logged once.
+	var lines []string
+	logger := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
+	ctx := crlog.IntoContext(context.Background(), logger)
+	for range 3 {
+		cfg.WarningHandlerWithContext.HandleWarningHeaderWithContext(ctx, 299, "-", "prefer a domain-qualified finalizer name")
+	}
+	cfg.WarningHandlerWithContext.HandleWarningHeaderWithContext(ctx, 299, "-", "another warning")
+	if len(lines) != 2 {
+		t.Errorf("want each distinct API warning logged once, got %d lines: %q", len(lines), lines)
 	}
 
 	// A negative QPS leaves limiting to the API server.
