@@ -65,6 +65,8 @@ type behaviour struct {
 	fail error
 	// badStatus makes Reconcile set a provider status the CRD schema refuses.
 	badStatus bool
+	// onReconcile, when set, runs at the start of Reconcile.
+	onReconcile func(req *lib.Request)
 }
 
 type recorder struct {
@@ -142,6 +144,9 @@ func (r *recorder) call(op string, req *lib.Request) (lib.Result, error) {
 	r.step(req.Item.Namespace+"/"+req.Item.Name, name, false)
 	b := r.get(req.Item.Namespace)
 	if op == "Reconcile" {
+		if b.onReconcile != nil {
+			b.onReconcile(req)
+		}
 		if b.fail != nil {
 			return lib.Result{}, b.fail
 		}
@@ -206,9 +211,9 @@ func finished() OmegaMatcher {
 	}, BeTrue())
 }
 
-// settled: finished, and the metadata patch that follows the status write
-// (finalizer, annotation removals) is done too. A job starts and ends in one
-// status write, so "finished" alone can be seen before that patch.
+// settled: finished, with the deployer's finalizer. (A job that starts on an
+// item without the finalizer writes it before the work; annotation removals
+// of later reconciles follow their status write.)
 func settled() OmegaMatcher {
 	return And(finished(), WithTransform(func(di *lsv1alpha1.DeployItem) []string { return di.Finalizers },
 		ContainElement(lsv1alpha1.Finalizer)))
@@ -465,4 +470,30 @@ func TestRefusedStatusFailsTheJob(t *testing.T) {
 	g.Expect(le.Reason).To(Equal(lib.ReasonStatusWriteFailed))
 	g.Expect(le.Message).To(ContainSubstring("exportRef"))
 	g.Expect(le.Codes).To(ConsistOf(lsv1alpha1.ErrorConfigurationProblem))
+}
+
+// TestFinalizerIsWrittenBeforeTheWork: when a job starts on an item without
+// the deployer's finalizer, the finalizer is on the API server before the
+// deployer's Reconcile runs, so a deletion at any later moment runs Delete
+// (nothing the item deployed is left behind). No extra write: the metadata
+// patch only moves ahead of the status write.
+func TestFinalizerIsWrittenBeforeTheWork(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []bool
+	)
+	ns, g := setup(t, &behaviour{onReconcile: func(req *lib.Request) {
+		live := &lsv1alpha1.DeployItem{}
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(req.Item), live)
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, err == nil && slices.Contains(live.Finalizers, lsv1alpha1.Finalizer))
+	}})
+	di := newItem(ns, "fin")
+	g.Expect(env.Client.Create(context.Background(), di)).To(Succeed())
+	g.Eventually(get(g, di)).WithTimeout(timeout).WithPolling(interval).Should(settled())
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(seen).NotTo(BeEmpty())
+	g.Expect(seen).To(HaveEach(BeTrue()), "the finalizer was not on the API server when Reconcile ran")
 }

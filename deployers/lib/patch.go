@@ -16,14 +16,14 @@ import (
 )
 
 // patch writes what the reconcile changed: first the status (one merge patch
-// with only the changed status fields, guarded by the resourceVersion), then the metadata (annotation
-// removals, the trace context of a job the deployer starts itself, and the
-// finalizer, with a resourceVersion precondition).
+// with only the changed status fields, guarded by the resourceVersion), then
+// the metadata not written yet (patchMetadata; a job that starts on an item
+// without the finalizer wrote it before the work, see doReconcile).
 func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	owner := client.FieldOwner(r.opts.Name)
 	latest := s.orig
 	key := client.ObjectKeyFromObject(s.orig)
-	var replaced []string
+	replaced := s.replaced
 	defer func() { r.recordWrites(key, replaced) }()
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.item.Status) {
 		obj := s.orig.DeepCopy()
@@ -69,6 +69,35 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		latest = obj
 	}
 
+	_, rv, err := r.patchMetadata(ctx, s, latest)
+	if rv != "" {
+		replaced = append(replaced, rv)
+	}
+	return err
+}
+
+// persistMetadata writes the metadata changes collected so far ahead of the
+// status (see doReconcile); the reconcile goes on from the written item,
+// with the status it computed.
+func (r *Reconciler) persistMetadata(ctx context.Context, s *scope) error {
+	obj, rv, err := r.patchMetadata(ctx, s, s.orig)
+	if err != nil {
+		return err
+	}
+	if rv != "" {
+		s.replaced = append(s.replaced, rv)
+	}
+	s.orig = obj
+	s.item.ObjectMeta = *obj.ObjectMeta.DeepCopy()
+	s.removeAnnotations, s.setAnnotations, s.addFinalizer = nil, nil, false
+	return nil
+}
+
+// patchMetadata writes the metadata changes the reconcile collected
+// (annotation removals, the trace context of a job the deployer starts
+// itself, the finalizer) on top of latest. It returns the item as written and
+// the resourceVersion the write replaced ("" when nothing was written).
+func (r *Reconciler) patchMetadata(ctx context.Context, s *scope, latest *lsv1alpha1.DeployItem) (*lsv1alpha1.DeployItem, string, error) {
 	base := latest.DeepCopy()
 	obj := latest.DeepCopy()
 	changed := false
@@ -95,7 +124,7 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		finalizers = controllerutil.RemoveFinalizer(obj, lsv1alpha1.Finalizer) || finalizers
 	}
 	if !changed && !finalizers {
-		return nil
+		return latest, "", nil
 	}
 	// Always with a resourceVersion precondition: a merge patch replaces the
 	// whole finalizer list, and removing an annotation must not remove a value
@@ -104,10 +133,10 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	// the next reconcile sees the new value.
 	p := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Patch(ctx, obj, p, client.FieldOwner(r.opts.Name)); err != nil {
-		return fmt.Errorf("writing metadata of deploy item: %w", err)
+		return nil, "", fmt.Errorf("writing metadata of deploy item: %w", err)
 	}
-	if obj.ResourceVersion != base.ResourceVersion {
-		replaced = append(replaced, base.ResourceVersion)
+	if obj.ResourceVersion == base.ResourceVersion {
+		return obj, "", nil
 	}
-	return nil
+	return obj, base.ResourceVersion, nil
 }

@@ -259,6 +259,12 @@ type scope struct {
 	after []func()
 	// discard drops after: a write failed.
 	discard bool
+	// abandoned is set when an early write of the reconcile failed: nothing
+	// more is written by it.
+	abandoned bool
+	// replaced are the resourceVersions the reconcile's early writes
+	// replaced (see recordWrites).
+	replaced []string
 	// started: this reconcile started a job (and goes on to work on it);
 	// what s.orig says about the previous job (phase, lastError) does not
 	// apply to it.
@@ -348,6 +354,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 
 	// From here on every change to the item is written once, at the end.
 	defer func() {
+		if s.abandoned {
+			return // an early write failed; the reconcile has said why
+		}
 		if err := r.patch(ctx, s); err != nil {
 			s.discard = true
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -425,6 +434,21 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Resul
 	if !should {
 		r.dropStaleAnnotations(s)
 		return s.finalResult(), nil
+	}
+
+	// The finalizer (with the pickup: reconcile-time removed) is on the item
+	// before the deployer touches anything the item describes, so a deletion
+	// from now on always runs the uninstall. Same number of writes: the
+	// metadata patch only moves ahead of the status write.
+	if s.addFinalizer && s.item.DeletionTimestamp == nil {
+		if err := r.persistMetadata(ctx, s); err != nil {
+			s.abandoned, s.discard = true, true
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				s.log.V(1).Info("deploy item changed before the job started; retrying", "error", err.Error())
+				return reconcile.Result{RequeueAfter: minBackoff}, nil
+			}
+			return reconcile.Result{}, err
+		}
 	}
 
 	// 5. Exactly one operation.

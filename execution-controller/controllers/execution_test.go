@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -243,6 +244,56 @@ func TestOrphansDeletedInReverseDependencyOrder(t *testing.T) {
 	g.Expect(rec.first(deletionStarted("b"))).To(BeNumerically(">", rec.first(gone("c"))))
 	g.Expect(rec.first(deletionStarted("a"))).To(BeNumerically(">", rec.first(gone("b"))))
 	g.Expect(rec.first(gone("c"))).To(BeNumerically(">=", 0))
+}
+
+// A new item is created with its reconcile-time stamp only when it is handed
+// the job in the same reconcile: while an orphan's deletion holds the job up
+// it waits unstamped (a stamp would start its pickup timeout before it has a
+// job), and it is stamped and started once the orphan is gone.
+func TestNewItemWaitsUnstampedWhileOrphansAreDeleted(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "swap", mockItem("old", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	first := waitFinished(t, exec)
+	g.Expect(first.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	// A finalizer of someone else holds the old item's deletion.
+	const hold = "test.terrace.dev/hold"
+	// (Updates retried on conflict: the deployer may still be writing.)
+	g.Eventually(func(g Gomega) {
+		old := getItem(g, ns, "swap", "old")
+		old.Finalizers = append(old.Finalizers, hold)
+		g.Expect(env.Client.Update(ctx, old)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		cur.Spec.DeployItems = []lsv1alpha1.DeployItemTemplate{mockItem("new", mockv1alpha1.ProviderConfiguration{})}
+		cur.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+		g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getItem(g, ns, "swap", "old").DeletionTimestamp).NotTo(BeNil())
+		g.Expect(getExec(g, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseCleanupOrphaned))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	created := getItem(g, ns, "swap", "new")
+	g.Expect(created.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+	g.Expect(created.Status.JobID).To(BeEmpty())
+
+	g.Eventually(func(g Gomega) {
+		old := getItem(g, ns, "swap", "old")
+		old.Finalizers = slices.DeleteFunc(old.Finalizers, func(f string) bool { return f == hold })
+		g.Expect(env.Client.Update(ctx, old)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+		g.Expect(getItem(g, ns, "swap", "new").Status.JobIDFinished).To(Equal(cur.Status.JobID))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
 
 func TestDeletionReverseOrderAndDeleteWithoutUninstall(t *testing.T) {

@@ -120,10 +120,8 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 	return failed, running, nil
 }
 
-// cleanupOrphans deletes items that left the spec, in reverse dependency
-// order. It reports true once none is left; a failed deletion fails the job
-// once no other orphan is still being deleted.
-func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error) {
+// orphansOf returns the execution's items that left its spec, by item name.
+func orphansOf(s *scope) map[string]*lsv1alpha1.DeployItem {
 	inSpec := map[string]bool{}
 	for _, t := range s.exec.Spec.DeployItems {
 		inSpec[t.Name] = true
@@ -134,6 +132,14 @@ func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error)
 			orphans[n] = di
 		}
 	}
+	return orphans
+}
+
+// cleanupOrphans deletes items that left the spec, in reverse dependency
+// order. It reports true once none is left; a failed deletion fails the job
+// once no other orphan is still being deleted.
+func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error) {
+	orphans := orphansOf(s)
 	if len(orphans) == 0 {
 		return true, nil
 	}

@@ -218,6 +218,7 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 // start of the next job, not in the middle of one).
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
 	log := logf.FromContext(ctx)
+	orphansLeft := len(orphansOf(s)) > 0
 	for i := range s.exec.Spec.DeployItems {
 		t := &s.exec.Spec.DeployItems[i]
 		cur := s.items[t.Name]
@@ -229,10 +230,13 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			return err
 		}
 		stamped := ""
-		if cur == nil && len(t.DependsOn) == 0 {
-			// A new item without dependencies is handed the job in this very
-			// reconcile: its create carries the reconcile-time stamp, so the
-			// hand-over needs no annotation patch of its own (handOver).
+		if !createOnly && cur == nil && len(t.DependsOn) == 0 && !orphansLeft {
+			// A new item without dependencies, created when a job starts and
+			// no orphan's deletion holds the job up, is handed the job in this
+			// very reconcile: its create carries the reconcile-time stamp, so
+			// the hand-over needs no annotation patch of its own (handOver).
+			// (A stamp on an item that then waits would start its pickup
+			// timeout before it has a job.)
 			stamped = r.Now().UTC().Format(ReconcileTimeFormat)
 			_ = unstructured.SetNestedField(u.Object, stamped, "metadata", "annotations", lsv1alpha1.ReconcileTimeAnnotation)
 		}
