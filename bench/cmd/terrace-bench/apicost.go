@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -146,35 +145,6 @@ func (b *bench) controlPlaneCPU() (map[string]float64, error) {
 		cpu[p.Name] = float64(s.cpuTicks) / clockTicks
 	}
 	return cpu, nil
-}
-
-// inParallel calls do(0..n-1) from workers goroutines; the first error wins.
-func inParallel(n, workers int, do func(i int) error) error {
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := do(i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return firstErr
 }
 
 func writeAPICost(w io.Writer, rs []apiCostResult) error {

@@ -251,23 +251,33 @@ func (b *bench) createTarget(ctx context.Context, ns string) error {
 
 // createAtOnce creates objs with `creators` concurrent clients.
 func (b *bench) createAtOnce(ctx context.Context, objs []client.Object, creators int) error {
-	work := make(chan client.Object, len(objs))
-	for _, o := range objs {
-		work <- o
+	return inParallel(len(objs), min(creators, len(objs)), func(i int) error {
+		if err := b.c.Create(ctx, objs[i]); err != nil {
+			return fmt.Errorf("creating %s: %w", objs[i].GetName(), err)
+		}
+		return nil
+	})
+}
+
+// inParallel calls do(0..n-1) from workers goroutines; the first error wins.
+func inParallel(n, workers int, do func(i int) error) error {
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
 	}
-	close(work)
+	close(next)
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 	)
-	for range min(creators, len(objs)) {
+	for range workers {
 		wg.Go(func() {
-			for o := range work {
-				if err := b.c.Create(ctx, o); err != nil {
+			for i := range next {
+				if err := do(i); err != nil {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = fmt.Errorf("creating %s: %w", o.GetName(), err)
+						firstErr = err
 					}
 					mu.Unlock()
 				}
