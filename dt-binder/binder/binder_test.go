@@ -122,11 +122,7 @@ func (c *claimStatuses) get() []string {
 
 func watchClaimStatuses(t *testing.T, ns string) *claimStatuses {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &appstudiov1alpha1.DeploymentTargetClaimList{}, client.InNamespace(ns))
+	w, err := watchNamespace(context.Background(), ns, &appstudiov1alpha1.DeploymentTargetClaimList{})
 	if err != nil {
 		t.Fatal(err)
 	}

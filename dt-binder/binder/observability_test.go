@@ -362,15 +362,11 @@ type annotationWatch struct {
 
 func watchAnnotations(t *testing.T, ns string) *annotationWatch {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	aw := &annotationWatch{}
 	var wg sync.WaitGroup
 	for _, list := range []client.ObjectList{&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		w, err := watchNamespace(ctx, ns, list)
 		if err != nil {
 			cancel()
 			t.Fatal(err)
@@ -443,4 +439,13 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	seen, _, withTracing := aw.result()
 	g.Expect(seen).To(BeNumerically(">=", 10), "the watches saw the objects' versions")
 	g.Expect(withTracing).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
+}
+
+// watchNamespace watches the objects of list's kind in namespace ns.
+func watchNamespace(ctx context.Context, ns string, list client.ObjectList) (watch.Interface, error) {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	return wc.Watch(ctx, list, client.InNamespace(ns))
 }
