@@ -39,34 +39,47 @@ type tracker struct {
 // has synced. judge says whether an object is done, failed (with a message),
 // or neither; objects may be done several times, only the first counts.
 func (b *bench) track(ctx context.Context, ns string, obj client.Object, judge func(client.Object) (state, string)) (*tracker, error) {
-	c, err := cache.New(b.cfg, cache.Options{Scheme: b.scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := c.GetInformer(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
 	t := &tracker{
 		judge:   judge,
 		doneAt:  map[string]time.Time{},
 		waiters: map[string]chan struct{}{},
 		changed: make(chan struct{}, 1),
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	stop, err := b.startInformers(ctx, ns, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { t.observe(o) },
 		UpdateFunc: func(_, o any) { t.observe(o) },
-	}); err != nil {
+	}, obj)
+	if err != nil {
 		return nil, err
 	}
+	t.stop = stop
+	return t, nil
+}
+
+// startInformers starts one informer per kind of objs in namespace ns, all
+// calling handler, and waits until they have synced; the returned function
+// stops them.
+func (b *bench) startInformers(ctx context.Context, ns string, handler toolscache.ResourceEventHandler, objs ...client.Object) (context.CancelFunc, error) {
+	c, err := cache.New(b.cfg, cache.Options{Scheme: b.scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t.stop = cancel
 	go func() { _ = c.Start(cctx) }()
 	if !c.WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("the informer for %T in %s did not sync", obj, ns)
+		return nil, fmt.Errorf("the informers for %d kinds in %s did not sync", len(objs), ns)
 	}
-	return t, nil
+	return cancel, nil
 }
 
 func (t *tracker) observe(o any) {

@@ -55,6 +55,8 @@ type result struct {
 	LatenciesSec []float64 `json:"latencySeconds,omitempty"`
 	P50Sec       float64   `json:"p50Seconds,omitempty"`
 	P90Sec       float64   `json:"p90Seconds,omitempty"`
+	// Steps: where a sequential run's time goes, hop by hop (single).
+	Steps []stepResult `json:"steps,omitempty"`
 	// QuietSec: from the first create until no Terrace process sent a
 	// request for the quiet window (the end of the counting).
 	QuietSec float64 `json:"quietSeconds"`
@@ -109,6 +111,7 @@ func (r *result) setTiming(t timing) {
 		r.P50Sec = percentile(r.LatenciesSec, 50)
 		r.P90Sec = percentile(r.LatenciesSec, 90)
 	}
+	r.Steps = t.steps
 }
 
 // percentile is the nearest-rank percentile.
@@ -131,6 +134,9 @@ func (r *result) write(w io.Writer) error {
 	if len(r.LatenciesSec) > 0 {
 		p.printf("  latency      p50 %.3f s   p90 %.3f s   min %.3f s   max %.3f s   (%d runs, create response → watch event)\n",
 			r.P50Sec, r.P90Sec, slices.Min(r.LatenciesSec), slices.Max(r.LatenciesSec), len(r.LatenciesSec))
+	}
+	if len(r.Steps) > 0 && p.err == nil {
+		p.err = writeSteps(w, r.Steps)
 	}
 	p.printf("  API requests by the Terrace processes: %d = %.1f per root object (%d)\n", r.TerraceRequests, r.PerRoot, r.Roots)
 

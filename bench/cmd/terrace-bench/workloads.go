@@ -38,6 +38,9 @@ type timing struct {
 	start     time.Time
 	doneAt    []time.Time
 	latencies []time.Duration
+	// steps splits sequential runs' latencies into the hops between the
+	// steps of their jobs (single only).
+	steps []stepResult
 }
 
 // Workload names, as -workloads takes them.
@@ -295,6 +298,7 @@ func inParallel(n, workers int, do func(i int) error) error {
 // event showing it Succeeded.
 func singleManifest(n int) workload {
 	var t *tracker
+	var steps *stepClock
 	w := workload{
 		name:        wSingle,
 		description: fmt.Sprintf("one root installation with one manifest item, create → Succeeded, %d times one after the other", n),
@@ -304,18 +308,23 @@ func singleManifest(n int) workload {
 		if err := b.createTarget(ctx, ns); err != nil {
 			return err
 		}
-		t, err = b.track(ctx, ns, &lsv1alpha1.Installation{}, jobDone)
+		if t, err = b.track(ctx, ns, &lsv1alpha1.Installation{}, jobDone); err != nil {
+			return err
+		}
+		steps, err = b.clockSteps(ctx, ns)
 		return err
 	}
 	w.run = func(ctx context.Context, b *bench, ns string) (timing, error) {
 		tm := timing{start: time.Now()}
 		fs := map[string]string{lsv1alpha1.BlueprintFileName: manifestLevel("", 0)}
+		createdAt := map[string]time.Time{}
 		for i := range n {
 			name := fmt.Sprintf("single-%02d", i)
 			if err := b.c.Create(ctx, rootInstallation(ns, name, fs, true)); err != nil {
 				return tm, err
 			}
 			created := time.Now()
+			createdAt[name] = created
 			at, err := t.waitFor(ctx, name)
 			if err != nil {
 				return tm, err
@@ -323,11 +332,15 @@ func singleManifest(n int) workload {
 			tm.latencies = append(tm.latencies, at.Sub(created))
 		}
 		tm.doneAt = t.times()
+		tm.steps = stepResults(steps.hops(createdAt))
 		return tm, nil
 	}
 	w.close = func() {
 		if t != nil {
 			t.close()
+		}
+		if steps != nil {
+			steps.close()
 		}
 	}
 	return w
