@@ -22,8 +22,7 @@ import (
 type jobStep int
 
 const (
-	stepInstallationAccepted jobStep = iota // the installation controller's metadata patch (finalizer)
-	stepExecutionCreated
+	stepExecutionCreated jobStep = iota
 	stepExecutionHandedJob
 	stepItemCreated
 	stepItemHandedJob
@@ -35,7 +34,6 @@ const (
 )
 
 var jobStepNames = [numJobSteps]string{
-	"installation accepted (finalizer)",
 	"execution created",
 	"execution handed the job",
 	"deploy item created",
@@ -79,9 +77,6 @@ func (sc *stepClock) observe(o any) {
 	switch x := o.(type) {
 	case *lsv1alpha1.Installation:
 		root = x.Name
-		if len(x.Finalizers) > 0 {
-			seen = append(seen, stepInstallationAccepted)
-		}
 		if st, _ := jobDone(x); st == done {
 			seen = append(seen, stepInstallationSucceeded)
 		}

@@ -254,6 +254,10 @@ type scope struct {
 	// afterStatus runs after a successful status write, e.g. removing the
 	// annotation that started the job, so that it is never lost.
 	afterStatus []func(context.Context) error
+	// beforeStatus runs right before the status write (the guarded metadata
+	// patch that consumes a root's reconcile annotation); when it fails,
+	// nothing more is written by this reconcile.
+	beforeStatus func(context.Context) error
 }
 
 // onWritten queues f until the status of this reconcile is stored.
@@ -359,6 +363,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone || s.skipWrite {
 		return nil
 	}
+	if f := s.beforeStatus; f != nil {
+		s.beforeStatus = nil
+		if err := f(ctx); err != nil {
+			s.skipWrite = true
+			return err
+		}
+	}
 	if !equality.Semantic.DeepEqual(s.inst.Status, s.before.Status) {
 		// The base gets the metadata as this reconcile last wrote it
 		// (finalizer, annotations): the patch then holds only status, and the
@@ -412,8 +423,8 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, false, nil
 	}
 	if startsNewJobNow(s.inst) {
-		// Added by startJob together with the annotation's removal, right
-		// after the job's start is written and before any sub-object exists.
+		// Added together with the annotation's removal, in the metadata
+		// patch right before the new job's first status write (startJob).
 		return ctrl.Result{}, false, nil
 	}
 	if err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer}); err != nil {
@@ -526,17 +537,14 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		// the job, the next reconcile reads the same state, derives the same
 		// job ID (newJobID) and finds that work done already.
 		if d.RemoveOperation && isRoot(inst) {
-			// A root's reconcile annotation is consumed first, in one guarded
+			// A root's reconcile annotation is consumed in one guarded
 			// metadata patch with the finalizer and the started-job record
-			// that keeps the request from being lost (startLost).
-			if err := r.consumeAnnotation(ctx, inst, inst.Status.JobID); err != nil {
-				s.skipWrite = true
-				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-					logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
-					return ctrl.Result{RequeueAfter: time.Second}, true, nil
-				}
-				return ctrl.Result{}, true, err
-			}
+			// that keeps the request from being lost (startLost). It goes
+			// right before the status write, not before the phases: the
+			// execution's create and hand-over do not wait for it, and a
+			// reconcile repeated before it derives the same job.
+			job := inst.Status.JobID
+			s.beforeStatus = func(ctx context.Context) error { return r.consumeAnnotation(ctx, s.inst, job) }
 		}
 		return ctrl.Result{}, false, nil
 	}
