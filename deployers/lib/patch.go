@@ -24,7 +24,9 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	latest := s.orig
 	key := client.ObjectKeyFromObject(s.orig)
 	replaced := s.replaced
-	defer func() { r.recordWrites(key, replaced) }()
+	// The versions the reconcile's writes replaced (all but the newest,
+	// which the item has now) are superseded, even when a later write fails.
+	defer func() { r.superseded.Replaced(key, replaced...) }()
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.item.Status) {
 		obj := s.orig.DeepCopy()
 		obj.Status = s.item.Status

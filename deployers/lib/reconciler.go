@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,6 +34,7 @@ import (
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -72,11 +72,10 @@ type Reconciler struct {
 	// clock times jobs for terrace_job_duration_seconds.
 	clock *metrics.JobClock
 	// superseded remembers, per item, the resourceVersions this deployer's
-	// last writes replaced (types.NamespacedName → []string). A reconcile
-	// that finds one of them in the cache works from a copy older than the
-	// deployer's own write: it waits for the cache instead of computing a
-	// write that could only conflict.
-	superseded sync.Map
+	// last writes replaced. A reconcile that finds one of them in the cache
+	// works from a copy older than the deployer's own write: it waits for the
+	// cache instead of computing a write that could only conflict.
+	superseded stale.Versions
 }
 
 // cacheRunnable makes the manager start the item cache with its other caches,
@@ -263,7 +262,7 @@ type scope struct {
 	// more is written by it.
 	abandoned bool
 	// replaced are the resourceVersions the reconcile's early writes
-	// replaced (see recordWrites).
+	// replaced (recorded in superseded by patch).
 	replaced []string
 	// started: this reconcile started a job (and goes on to work on it);
 	// what s.orig says about the previous job (phase, lastError) does not
@@ -302,7 +301,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.isSuperseded(req.NamespacedName, item.ResourceVersion) {
+	if r.superseded.Stale(req.NamespacedName, item.ResourceVersion) {
 		// The cache has not caught up with this deployer's own last write
 		// yet; its watch event (or this requeue, should the event be
 		// filtered) brings the current copy.
@@ -381,30 +380,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
-	r.superseded.Delete(key)
+	r.superseded.Forget(key)
 }
 
 // staleCacheRequeue is how soon a reconcile that found a copy older than
 // the deployer's own last write looks again.
 const staleCacheRequeue = 50 * time.Millisecond
-
-// recordWrites remembers the resourceVersions the reconcile's writes
-// replaced (all but the newest, which the item has now).
-func (r *Reconciler) recordWrites(key types.NamespacedName, replaced []string) {
-	if len(replaced) == 0 {
-		return
-	}
-	r.superseded.Store(key, replaced)
-}
-
-// isSuperseded reports whether rv is one the deployer's last writes replaced.
-func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
-	v, ok := r.superseded.Load(key)
-	if !ok {
-		return false
-	}
-	return slices.Contains(v.([]string), rv)
-}
 
 // doReconcile runs the phases after responsibility: contract, should-reconcile,
 // the deployer operation, End hooks.

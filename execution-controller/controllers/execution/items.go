@@ -294,7 +294,7 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		return false, nil
 	}
 	key := client.ObjectKeyFromObject(di)
-	if v, ok := r.handedOver.Load(key); ok && slices.Contains(v.([]string), di.ResourceVersion) {
+	if r.handedOver.Stale(key, di.ResourceVersion) {
 		// The cache still shows the item from before this controller's own
 		// hand-over: the job is handed already (a write now could only conflict).
 		return false, nil
@@ -335,7 +335,7 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		replaced = append(replaced, item.ResourceVersion)
 		item.ResourceVersion = rv
 	}
-	r.handedOver.Store(key, replaced)
+	r.handedOver.Replaced(key, replaced...)
 	item.Status.JobID = job
 	*di = *item
 	return true, nil

@@ -395,7 +395,7 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 	for _, n := range g.Order() {
 		if di := s.items[n]; di != nil && di.Status.JobID == job {
 			// The cache shows the hand-over: nothing to remember about it.
-			r.handedOver.Delete(client.ObjectKeyFromObject(di))
+			r.handedOver.Forget(client.ObjectKeyFromObject(di))
 		}
 		switch state(n) {
 		case stateFailed:

@@ -15,8 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,6 +29,7 @@ import (
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -69,17 +68,16 @@ type Reconciler struct {
 	// clock times jobs for terrace_job_duration_seconds.
 	clock metrics.JobClock
 	// superseded remembers, per execution, the resourceVersions this
-	// controller's last writes replaced (types.NamespacedName → []string). A
-	// reconcile (e.g. woken by an item) that finds one of them in the cache
-	// works from a copy older than the controller's own write: it is skipped,
-	// as its writes could only conflict; the watch event of that write brings
-	// the next reconcile.
-	superseded sync.Map
+	// controller's last writes replaced. A reconcile (e.g. woken by an item)
+	// that finds one of them in the cache works from a copy older than the
+	// controller's own write: it is skipped, as its writes could only
+	// conflict; the watch event of that write brings the next reconcile.
+	superseded stale.Versions
 	// handedOver remembers, per deploy item, the resourceVersions the
-	// writes of its last hand-over replaced (types.NamespacedName →
-	// []string), until the cache shows the hand-over: a reconcile that still
-	// sees an older copy does not hand the job over a second time.
-	handedOver sync.Map
+	// writes of its hand-over replaced, until the cache shows the hand-over
+	// (then it is forgotten): a reconcile that still sees an older copy does
+	// not hand the job over a second time.
+	handedOver stale.Versions
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -147,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.isSuperseded(req.NamespacedName, exec.ResourceVersion) {
+	if r.superseded.Stale(req.NamespacedName, exec.ResourceVersion) {
 		logf.FromContext(ctx).V(1).Info("cached execution older than the controller's last write; waiting for its event",
 			"resourceVersion", exec.ResourceVersion)
 		return ctrl.Result{}, nil
@@ -165,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		if exec.ResourceVersion != cachedVersion && !s.gone {
 			// A write of this reconcile (finalizer, annotations) replaced it.
-			r.recordWrite(req.NamespacedName, cachedVersion)
+			r.superseded.Replaced(req.NamespacedName, cachedVersion)
 		}
 		if err := r.patchStatus(ctx, s); err != nil {
 			if apierrors.IsConflict(err) {
@@ -190,30 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
-	r.superseded.Delete(key)
-}
-
-// recordWrite remembers that a write replaced resourceVersion rv of the
-// execution. The list is reset when a reconcile starts from a current copy.
-func (r *Reconciler) recordWrite(key types.NamespacedName, rv string) {
-	var list []string
-	if v, ok := r.superseded.Load(key); ok {
-		list = v.([]string)
-	}
-	if slices.Contains(list, rv) {
-		return
-	}
-	// Keep the list short: only the latest writes matter.
-	if len(list) >= 4 {
-		list = list[len(list)-3:]
-	}
-	r.superseded.Store(key, append(slices.Clone(list), rv))
-}
-
-// isSuperseded reports whether rv is one this controller's writes replaced.
-func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
-	v, ok := r.superseded.Load(key)
-	return ok && slices.Contains(v.([]string), rv)
+	r.superseded.Forget(key)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -269,7 +244,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		// A write that changed nothing on the server keeps the
 		// resourceVersion: nothing was replaced then.
 		if rv := u.GetResourceVersion(); rv != "" && rv != s.exec.ResourceVersion {
-			r.recordWrite(client.ObjectKeyFromObject(s.exec), s.exec.ResourceVersion)
+			r.superseded.Replaced(client.ObjectKeyFromObject(s.exec), s.exec.ResourceVersion)
 			s.exec.ResourceVersion = rv
 		}
 	}
@@ -279,7 +254,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 			return err
 		}
 		if s.exec.ResourceVersion != rv {
-			r.recordWrite(client.ObjectKeyFromObject(s.exec), rv)
+			r.superseded.Replaced(client.ObjectKeyFromObject(s.exec), rv)
 		}
 	}
 	return nil

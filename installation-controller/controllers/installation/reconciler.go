@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -43,6 +42,7 @@ import (
 	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -142,12 +142,12 @@ type Reconciler struct {
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
 	clock metrics.JobClock
-	// written remembers the resourceVersion of each installation as this
-	// controller's last write left it: a reconcile that reads an older copy
-	// from the cache is skipped (the watch event of that write, which has
+	// replaced remembers the resourceVersions of each installation that this
+	// controller's writes replaced (kit/stale): a reconcile that reads one of
+	// them from the cache is skipped (the watch event of the write, which has
 	// not arrived yet, triggers the next one), so a lagging cache never
 	// re-runs phases already written.
-	written sync.Map
+	replaced stale.Versions
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -258,6 +258,18 @@ type scope struct {
 	// patch that consumes a root's reconcile annotation); when it fails,
 	// nothing more is written by this reconcile.
 	beforeStatus func(context.Context) error
+	// replaced collects the resourceVersions of the installation that this
+	// reconcile's writes replaced (wrote), oldest first.
+	replaced []string
+}
+
+// wrote records that a write of the installation, which started from
+// resourceVersion before and updated s.inst from its response, replaced
+// before (a write that changed nothing keeps the version: nothing replaced).
+func (s *scope) wrote(before string) {
+	if s.inst.ResourceVersion != before {
+		s.replaced = append(s.replaced, before)
+	}
 }
 
 // onWritten queues f until the status of this reconcile is stored.
@@ -286,7 +298,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.staleCopy(req.NamespacedName, inst) {
+	if r.replaced.Stale(req.NamespacedName, inst.ResourceVersion) {
 		logf.FromContext(ctx).V(1).Info("cache older than this controller's last write; waiting for its event", "resourceVersion", inst.ResourceVersion)
 		return ctrl.Result{}, nil
 	}
@@ -298,7 +310,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	log := logf.FromContext(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
 	ctx = logf.IntoContext(ctx, log)
 	defer func() {
-		if err := r.patchStatus(ctx, s); err != nil {
+		err := r.patchStatus(ctx, s)
+		// What this reconcile's writes replaced, whether or not the last
+		// one succeeded.
+		r.replaced.Replaced(req.NamespacedName, s.replaced...)
+		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The installation moved on; its new version triggers us again.
 				log.V(1).Info("installation changed during reconcile", "error", err.Error())
@@ -312,30 +328,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.forget(req.NamespacedName)
 			return
 		}
-		r.written.Store(req.NamespacedName, s.inst.ResourceVersion)
 		r.metrics.Phase(inst.Namespace, inst.Name, string(inst.Status.Phase))
 	}()
 	return r.doReconcile(ctx, s)
-}
-
-// staleCopy reports whether inst, read from the cache, is older than this
-// controller's last write of it (resourceVersions compared as numbers, as
-// etcd issues them; anything else never counts as stale).
-func (r *Reconciler) staleCopy(key types.NamespacedName, inst *lsv1alpha1.Installation) bool {
-	v, ok := r.written.Load(key)
-	if !ok {
-		return false
-	}
-	last, err1 := strconv.ParseUint(v.(string), 10, 64)
-	cur, err2 := strconv.ParseUint(inst.ResourceVersion, 10, 64)
-	return err1 == nil && err2 == nil && cur < last
 }
 
 // forget drops what the controller keeps about an installation that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
-	r.written.Delete(key)
+	r.replaced.Forget(key)
 	if r.waits != nil {
 		r.waits.Forget(key)
 	}
@@ -380,7 +382,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		if s.lock {
 			opts = append(opts, client.MergeFromWithOptimisticLock{})
 		}
-		if err := r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager)); err != nil {
+		rv := s.inst.ResourceVersion
+		err := r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager))
+		s.wrote(rv)
+		if err != nil {
 			return fmt.Errorf("writing installation status: %w", err)
 		}
 	}
@@ -427,7 +432,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		// patch right before the new job's first status write (startJob).
 		return ctrl.Result{}, false, nil
 	}
-	if err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer}); err != nil {
+	rv := s.inst.ResourceVersion
+	err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer})
+	s.wrote(rv)
+	if err != nil {
 		return ctrl.Result{}, true, err
 	}
 	return ctrl.Result{}, false, nil
@@ -455,7 +463,10 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, true, err
 		}
 	}
-	if err := patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil}); err != nil {
+	rv := s.inst.ResourceVersion
+	err = patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+	s.wrote(rv)
+	if err != nil {
 		return ctrl.Result{}, true, err
 	}
 	r.Recorder.Eventf(s.inst, nil, "Normal", ReasonInterrupted, "Interrupt", "interrupt handed to %d sub-installation(s) and %d execution(s)", len(subs), btoi(exec != nil))
@@ -479,7 +490,10 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		// reconcile of the job continues it from the annotation. Written
 		// before anything else of the job, so no reconcile of the job can
 		// miss it; a conflict means the cache was stale.
-		if err := r.writeOwnTraceContext(ctx, inst); err != nil {
+		rv := inst.ResourceVersion
+		err := r.writeOwnTraceContext(ctx, inst)
+		s.wrote(rv)
+		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
 				return ctrl.Result{RequeueAfter: time.Second}, true, nil
@@ -488,7 +502,10 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		}
 	}
 	if d.RemoveOperation && d.Action != jobs.StartNewJob {
-		if err := patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil}); err != nil {
+		rv := inst.ResourceVersion
+		err := patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+		s.wrote(rv)
+		if err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}
@@ -544,7 +561,12 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 			// execution's create and hand-over do not wait for it, and a
 			// reconcile repeated before it derives the same job.
 			job := inst.Status.JobID
-			s.beforeStatus = func(ctx context.Context) error { return r.consumeAnnotation(ctx, s.inst, job) }
+			s.beforeStatus = func(ctx context.Context) error {
+				rv := s.inst.ResourceVersion
+				err := r.consumeAnnotation(ctx, s.inst, job)
+				s.wrote(rv)
+				return err
+			}
 		}
 		return ctrl.Result{}, false, nil
 	}
@@ -560,7 +582,10 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		return ctrl.Result{}, true, err
 	}
 	if d.RemoveOperation {
-		if err := r.consumeAnnotation(ctx, inst, ""); err != nil {
+		rv := inst.ResourceVersion
+		err := r.consumeAnnotation(ctx, inst, "")
+		s.wrote(rv)
+		if err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -123,44 +123,19 @@ type Reconciler struct {
 	now func() time.Time
 
 	// superseded remembers, per SpaceRequest, the resourceVersions the
-	// stub's own writes (finalizer, status) replaced
-	// (types.NamespacedName → []string). A reconcile that finds one of them
-	// in the cache works from a copy older than the stub's own write: it is
-	// skipped, as its writes could only conflict or repeat; the watch event of
-	// that write brings the next reconcile.
-	superseded sync.Map
+	// stub's own writes (finalizer, status) replaced. A reconcile that finds
+	// one of them in the cache works from a copy older than the stub's own
+	// write: it is skipped, as its writes could only conflict or repeat; the
+	// watch event of that write brings the next reconcile.
+	superseded stale.Versions
 	// written remembers the resourceVersion of the stub's last write (or
 	// full read) of a RoleBinding or kubeconfig Secret (string key →
 	// string). The cache holds only their metadata: a cached copy at that
 	// resourceVersion is known to hold what the stub wrote, so it needs
-	// neither a read nor a write.
+	// neither a read nor a write. This is not stale.Versions' rule (a copy
+	// older than a write is skipped) but its converse (a copy at exactly the
+	// written version is current), used only here.
 	written sync.Map
-}
-
-// recordWrite remembers that a write replaced resourceVersion rv of the
-// SpaceRequest key.
-func (r *Reconciler) recordWrite(key types.NamespacedName, rv string) {
-	if rv == "" {
-		return
-	}
-	var list []string
-	if v, ok := r.superseded.Load(key); ok {
-		list = v.([]string)
-	}
-	if slices.Contains(list, rv) {
-		return
-	}
-	// Keep the list short: only the latest writes matter.
-	if len(list) >= 4 {
-		list = list[len(list)-3:]
-	}
-	r.superseded.Store(key, append(slices.Clone(list), rv))
-}
-
-// isSuperseded reports whether rv is one the stub's writes replaced.
-func (r *Reconciler) isSuperseded(key types.NamespacedName, rv string) bool {
-	v, ok := r.superseded.Load(key)
-	return ok && slices.Contains(v.([]string), rv)
 }
 
 // remember records that the object named key is, at resourceVersion rv,
@@ -180,7 +155,7 @@ func (r *Reconciler) isKnown(key, rv string) bool {
 // forget drops what the reconciler keeps about a SpaceRequest that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	phases.Forget(key.Namespace, key.Name)
-	r.superseded.Delete(key)
+	r.superseded.Forget(key)
 	r.written.Delete(secretKey(key.Namespace, SecretName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
 	r.written.Delete(roleBindingKey(NamespaceName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
 }
@@ -288,7 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.isSuperseded(req.NamespacedName, sr.ResourceVersion) {
+	if r.superseded.Stale(req.NamespacedName, sr.ResourceVersion) {
 		// The cache is behind the stub's own write; that write's watch
 		// event brings the next reconcile.
 		ctrl.LoggerFrom(ctx).V(1).Info("cached SpaceRequest is older than the stub's last write, skipping", "resourceVersion", sr.ResourceVersion)
@@ -411,7 +386,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, before *toolchai
 	if err != nil {
 		return fmt.Errorf("patching status of SpaceRequest %s: %w", Key(sr), err)
 	}
-	r.recordWrite(client.ObjectKeyFromObject(sr), base.ResourceVersion)
+	r.superseded.Replaced(client.ObjectKeyFromObject(sr), base.ResourceVersion)
 	if turnsReady && len(before.NamespaceAccess) == 0 {
 		// First time Ready (a SpaceRequest that was Ready before keeps its
 		// namespaceAccess while it recovers from a failure).
@@ -466,7 +441,7 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, sr *toolchainv1alpha1.
 	err := r.Client.Patch(ctx, sr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	tracing.EndStep(span, client.IgnoreNotFound(err))
 	if err == nil {
-		r.recordWrite(client.ObjectKeyFromObject(sr), base.ResourceVersion)
+		r.superseded.Replaced(client.ObjectKeyFromObject(sr), base.ResourceVersion)
 	}
 	return err
 }
