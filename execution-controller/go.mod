@@ -10,7 +10,6 @@ replace (
 
 require (
 	github.com/onsi/gomega v1.44.0
-	github.com/prometheus/client_model v0.6.2
 	github.com/spf13/pflag v1.0.10
 	github.com/terrace-dev/terrace/apis v0.0.0-00010101000000-000000000000
 	github.com/terrace-dev/terrace/deployers v0.0.0-00010101000000-000000000000
@@ -63,6 +62,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.24.0 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

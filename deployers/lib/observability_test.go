@@ -2,27 +2,23 @@ package lib_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
@@ -60,65 +56,16 @@ func handOver(g *WithT, di *lsv1alpha1.DeployItem, job string, annotations map[s
 	g.Expect(env.Client.Status().Patch(ctx, cur, patch, client.FieldOwner("execution-controller"))).To(Succeed())
 }
 
-func metricFamily(g *WithT, name string) *dto.MetricFamily {
-	mfs, err := ctrlmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	return nil
-}
-
-func labelsOf(m *dto.Metric) map[string]string {
-	out := map[string]string{}
-	for _, lp := range m.GetLabel() {
-		out[lp.GetName()] = lp.GetValue()
-	}
-	return out
-}
-
 func pickups(g *WithT, deployer string) uint64 {
-	for _, m := range metricFamily(g, "terrace_deployitem_pickup_latency_seconds").GetMetric() {
-		if labelsOf(m)["deployer"] == deployer {
-			return m.GetHistogram().GetSampleCount()
-		}
-	}
-	return 0
+	return observabilitytest.HistogramCount(g, "terrace_deployitem_pickup_latency_seconds", map[string]string{"deployer": deployer})
 }
 
 func jobCounter(g *WithT, name, result string) float64 {
-	for _, m := range metricFamily(g, name).GetMetric() {
-		l := labelsOf(m)
-		if l["kind"] == lib.Kind && (result == "" || l["result"] == result) {
-			return m.GetCounter().GetValue()
-		}
+	labels := map[string]string{"kind": lib.Kind}
+	if result != "" {
+		labels["result"] = result
 	}
-	return 0
-}
-
-// phaseSeries lists the terrace_object_phase series of the namespace.
-func phaseSeries(g *WithT, ns string) []string {
-	var out []string
-	for _, m := range metricFamily(g, "terrace_object_phase").GetMetric() {
-		if l := labelsOf(m); l["namespace"] == ns {
-			out = append(out, fmt.Sprintf("%s %s %s", l["kind"], l["name"], l["phase"]))
-		}
-	}
-	return out
-}
-
-func itemEvents(g *WithT, ns, name string) []string {
-	list := &corev1.EventList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name {
-			out = append(out, e.Type+" "+e.Reason)
-		}
-	}
-	return out
+	return observabilitytest.Counter(g, name, labels)
 }
 
 // The deployer continues the trace the execution handed over with the job:
@@ -217,23 +164,7 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	ctx := context.Background()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := wc.Watch(ctx, &lsv1alpha1.DeployItemList{}, client.InNamespace(ns))
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(w.Stop)
-	var mu sync.Mutex
-	var seen, annotated []string
-	go func() {
-		for ev := range w.ResultChan() {
-			if di, ok := ev.Object.(*lsv1alpha1.DeployItem); ok {
-				mu.Lock()
-				seen = append(seen, string(ev.Type)+" "+di.Name)
-				if _, ok := di.Annotations[tracing.TraceContextAnnotation]; ok {
-					annotated = append(annotated, di.Name)
-				}
-				mu.Unlock()
-			}
-		}
-	}()
+	aw := tracingtest.WatchAnnotations(t, wc, ns, &lsv1alpha1.DeployItemList{})
 
 	own := newItem(ns, "own")
 	g.Expect(env.Client.Create(ctx, own)).To(Succeed())
@@ -249,14 +180,8 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	handOver(g, handed, "job-1", nil)
 	g.Eventually(get(g, handed), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
 	g.Expect(env.Client.Delete(ctx, own)).To(Succeed())
-	g.Eventually(func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}, timeout, interval).Should(ContainElement(string(watch.Deleted) + " own"))
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(annotated).To(BeEmpty())
+	g.Eventually(aw.Deleted, timeout, interval).Should(ContainElement("own"))
+	g.Expect(aw.Annotated()).To(BeEmpty())
 }
 
 // Job metrics: a job started and finished is counted (kind DeployItem), the
@@ -274,7 +199,7 @@ func TestJobMetricsAndPhaseSeries(t *testing.T) {
 		Should(BeNumerically(">=", startedBefore+1))
 	g.Eventually(func() float64 { return jobCounter(g, "terrace_jobs_finished_total", string(lsv1alpha1.PhaseSucceeded)) }, timeout, interval).
 		Should(BeNumerically(">=", finishedBefore+1))
-	g.Eventually(func() []string { return phaseSeries(g, ns) }, timeout, interval).Should(ConsistOf("DeployItem counted Succeeded"))
+	g.Eventually(func() []string { return observabilitytest.PhaseSeries(g, ns) }, timeout, interval).Should(ConsistOf("DeployItem counted Succeeded"))
 	n, err := promtestutil.GatherAndCount(ctrlmetrics.Registry, "terrace_job_duration_seconds")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(BeNumerically(">=", 1))
@@ -283,8 +208,8 @@ func TestJobMetricsAndPhaseSeries(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}))
 	}, timeout, interval).Should(BeTrue())
-	g.Eventually(func() []string { return phaseSeries(g, ns) }, timeout, interval).Should(BeEmpty())
-	g.Eventually(func() []string { return itemEvents(g, ns, "counted") }, timeout, interval).Should(ContainElement("Normal Deleted"))
+	g.Eventually(func() []string { return observabilitytest.PhaseSeries(g, ns) }, timeout, interval).Should(BeEmpty())
+	g.Eventually(func() []string { return observabilitytest.Events(g, env.Client, ns, "counted") }, timeout, interval).Should(ContainElement("Normal/Deleted"))
 }
 
 // Events (outcomes and problems only): a success is one Succeeded; a failure names
@@ -295,16 +220,16 @@ func TestEventsOnTransitions(t *testing.T) {
 	ok := newItem(ns, "ok")
 	g.Expect(env.Client.Create(ctx, ok)).To(Succeed())
 	g.Eventually(get(g, ok), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
-	g.Eventually(func() []string { return itemEvents(g, ns, "ok") }, timeout, interval).
-		Should(ConsistOf("Normal Succeeded"))
+	g.Eventually(func() []string { return observabilitytest.Events(g, env.Client, ns, "ok") }, timeout, interval).
+		Should(ConsistOf("Normal/Succeeded"))
 
 	bad, _ := setup(t, &behaviour{fail: lib.ConfigError("BadThing", "spec.config.thing: is bad")})
 	di := newItem(bad, "bad")
 	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
 	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), finished()))
-	g.Eventually(func() []string { return itemEvents(g, bad, "bad") }, timeout, interval).
-		Should(ConsistOf("Warning BadThing", "Warning Failed"))
-	for _, e := range itemEvents(g, bad, "bad") {
-		g.Expect(strings.Count(strings.Join(itemEvents(g, bad, "bad"), "\n"), e)).To(Equal(1), e)
+	g.Eventually(func() []string { return observabilitytest.Events(g, env.Client, bad, "bad") }, timeout, interval).
+		Should(ConsistOf("Warning/BadThing", "Warning/Failed"))
+	for _, e := range observabilitytest.Events(g, env.Client, bad, "bad") {
+		g.Expect(strings.Count(strings.Join(observabilitytest.Events(g, env.Client, bad, "bad"), "\n"), e)).To(Equal(1), e)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 
 const seedsDir = "../../examples/seeds"
@@ -88,15 +88,7 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 
 	// Events say what happened, with filterable reasons.
 	g.Eventually(func(g Gomega) {
-		var evs eventsv1.EventList
-		g.Expect(env.Client.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
-		var reasons []string
-		for _, e := range evs.Items {
-			if e.Regarding.Name == "staging-dtc" {
-				reasons = append(reasons, e.Reason)
-			}
-		}
-		g.Expect(reasons).To(ConsistOf(appstudiov1alpha1.BindReasonBound))
+		g.Expect(observabilitytest.EventReasons(g, env.Client, ns, "staging-dtc")).To(ConsistOf(appstudiov1alpha1.BindReasonBound))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// The wait for the provisioner is one status write: the claim is
@@ -122,7 +114,7 @@ func (c *claimStatuses) get() []string {
 
 func watchClaimStatuses(t *testing.T, ns string) *claimStatuses {
 	t.Helper()
-	w, err := watchNamespace(context.Background(), ns, &appstudiov1alpha1.DeploymentTargetClaimList{})
+	w, err := watchClient(t).Watch(context.Background(), &appstudiov1alpha1.DeploymentTargetClaimList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}

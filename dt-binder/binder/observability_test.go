@@ -10,28 +10,22 @@ package binder_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/binder"
 	"github.com/terrace-dev/terrace/dt-binder/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
@@ -47,87 +41,10 @@ func childNames(spans []sdktrace.ReadOnlySpan, parent trace.SpanID) []string {
 	return names
 }
 
-// inNamespace gathers the series of controller-runtime's registry whose
-// namespace label is ns (kit/metrics' per-object series carry it).
-func inNamespace(ns string) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		mfs, err := ctrlmetrics.Registry.Gather()
-		var out []*dto.MetricFamily
-		for _, mf := range mfs {
-			var keep []*dto.Metric
-			for _, m := range mf.GetMetric() {
-				if labelValue(m, "namespace") == ns {
-					keep = append(keep, m)
-				}
-			}
-			if len(keep) > 0 {
-				mf.Metric = keep
-				out = append(out, mf)
-			}
-		}
-		return out, err
-	})
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// objectPhase returns the phases of the per-object phase gauge of one object
-// whose value is 1.
-func objectPhase(g Gomega, ns, kind, name string) []string {
-	mfs, err := inNamespace(ns).Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var phases []string
-	for _, mf := range mfs {
-		if mf.GetName() != "terrace_object_phase" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if labelValue(m, "kind") == kind && labelValue(m, "name") == name && m.GetGauge().GetValue() == 1 {
-				phases = append(phases, labelValue(m, "phase"))
-			}
-		}
-	}
-	return phases
-}
-
 // bindCount is the number of bind latencies observed for mode.
 func bindCount(t *testing.T, mode string) uint64 {
 	t.Helper()
-	mfs, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != observability.BindDurationName {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if labelValue(m, "mode") == mode {
-				return m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return 0
-}
-
-// events lists "<type>/<reason>" of the events regarding the object named name.
-func events(g Gomega, ns, name string) []string {
-	var evs eventsv1.EventList
-	g.Expect(env.Client.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == name {
-			out = append(out, e.Type+"/"+e.Reason)
-		}
-	}
-	return out
+	return observabilitytest.HistogramCount(NewWithT(t), observability.BindDurationName, map[string]string{"mode": mode})
 }
 
 // TestTracingDynamicProvisioning: the binder's first write on a claim (the
@@ -217,15 +134,15 @@ func TestTracingDynamicProvisioning(t *testing.T) {
 	g.Eventually(func() uint64 { return bindCount(t, observability.ModeDynamic) }).
 		WithTimeout(timeout).WithPolling(poll).Should(Equal(dynamicBefore + 1))
 	g.Eventually(func(g Gomega) {
-		g.Expect(objectPhase(g, ns, observability.KindClaim, "c")).To(Equal([]string{"Bound"}))
-		g.Expect(objectPhase(g, ns, observability.KindTarget, "provisioned")).To(Equal([]string{"Bound"}))
+		g.Expect(observabilitytest.ObjectPhases(g, ns, observability.KindClaim, "c")).To(Equal([]string{"Bound"}))
+		g.Expect(observabilitytest.ObjectPhases(g, ns, observability.KindTarget, "provisioned")).To(Equal([]string{"Bound"}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// Events, with filterable reasons.
 	g.Eventually(func(g Gomega) {
 		// Outcomes only: no informational event for the provisioning mark.
-		g.Expect(events(g, ns, "c")).To(ConsistOf("Normal/" + appstudiov1alpha1.BindReasonBound))
-		g.Expect(events(g, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonBound))
+		g.Expect(observabilitytest.Events(g, env.Client, ns, "c")).To(ConsistOf("Normal/" + appstudiov1alpha1.BindReasonBound))
+		g.Expect(observabilitytest.Events(g, env.Client, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonBound))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// More reconciles of the bound claim (a label change) observe nothing again.
@@ -239,12 +156,12 @@ func TestTracingDynamicProvisioning(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getTarget(g, ns, "provisioned").DeletionTimestamp).NotTo(BeNil())
 		// No SpaceRequest backs this target: its Terminating condition says so.
-		g.Expect(events(g, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TerminatingReasonSpaceRequestGone))
+		g.Expect(observabilitytest.Events(g, env.Client, ns, "provisioned")).To(ContainElement("Normal/" + appstudiov1alpha1.TerminatingReasonSpaceRequestGone))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	removeFinalizer(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "provisioned"}}, "test.terrace.dev/keep")
 	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
 	g.Eventually(func() (int, error) {
-		return testutil.GatherAndCount(inNamespace(ns), "terrace_object_phase")
+		return testutil.GatherAndCount(observabilitytest.InNamespace(ns), observabilitytest.PhaseGauge)
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "per-object series of deleted objects are deleted")
 }
 
@@ -308,7 +225,7 @@ func TestTracingStaticBinding(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	g.Eventually(func() uint64 { return bindCount(t, observability.ModeStatic) }).
 		WithTimeout(timeout).WithPolling(poll).Should(Equal(staticBefore + 1))
-	g.Eventually(func(g Gomega) []string { return events(g, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
 		Should(ContainElements("Normal/"+claim.EventTargetClaimed, "Normal/"+appstudiov1alpha1.BindReasonBound))
 
 	// Retain: the claim goes, the target is Released and stays; the claim's
@@ -317,9 +234,9 @@ func TestTracingStaticBinding(t *testing.T) {
 	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
 	eventuallyTarget(t, ns, "wanted", appstudiov1alpha1.DeploymentTargetPhaseReleased, "")
 	g.Eventually(func(g Gomega) {
-		g.Expect(objectPhase(g, ns, observability.KindClaim, "c")).To(BeEmpty())
-		g.Expect(objectPhase(g, ns, observability.KindTarget, "wanted")).To(Equal([]string{"Released"}))
-		g.Expect(events(g, ns, "wanted")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonReleased))
+		g.Expect(observabilitytest.ObjectPhases(g, ns, observability.KindClaim, "c")).To(BeEmpty())
+		g.Expect(observabilitytest.ObjectPhases(g, ns, observability.KindTarget, "wanted")).To(Equal([]string{"Released"}))
+		g.Expect(observabilitytest.Events(g, env.Client, ns, "wanted")).To(ContainElement("Normal/" + appstudiov1alpha1.TargetReasonReleased))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
@@ -334,73 +251,22 @@ func TestRefusalEvents(t *testing.T) {
 
 	create(t, newTarget(ns, "foreign", other.Name, ""), newClaim(ns, "wants-foreign", class.Name, "foreign"))
 	eventuallyClaim(t, ns, "wants-foreign", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonClassMismatch)
-	g.Eventually(func(g Gomega) []string { return events(g, ns, "wants-foreign") }).WithTimeout(timeout).WithPolling(poll).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "wants-foreign") }).WithTimeout(timeout).WithPolling(poll).
 		Should(ContainElement("Warning/" + appstudiov1alpha1.BindReasonClassMismatch))
 	// More reconciles (a label change) emit no second event.
 	patchLabel(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wants-foreign"}})
 	g.Consistently(func(g Gomega) {
 		var n int
-		for _, e := range events(g, ns, "wants-foreign") {
+		for _, e := range observabilitytest.Events(g, env.Client, ns, "wants-foreign") {
 			if e == "Warning/"+appstudiov1alpha1.BindReasonClassMismatch {
 				n++
 			}
 		}
 		g.Expect(n).To(Equal(1))
 	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return objectPhase(g, ns, observability.KindClaim, "wants-foreign") }).
-		WithTimeout(timeout).WithPolling(poll).Should(Equal([]string{"Pending"}))
-}
-
-// annotationWatch watches claims and targets in ns and records every version
-// of them that carried the trace-context annotation.
-type annotationWatch struct {
-	mu      sync.Mutex
-	seen    int
-	deleted []string
-	tracing []string
-}
-
-func watchAnnotations(t *testing.T, ns string) *annotationWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	aw := &annotationWatch{}
-	var wg sync.WaitGroup
-	for _, list := range []client.ObjectList{&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}} {
-		w, err := watchNamespace(ctx, ns, list)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error || ev.Type == watch.Bookmark {
-					continue
-				}
-				obj, ok := ev.Object.(client.Object)
-				if !ok {
-					continue
-				}
-				aw.mu.Lock()
-				aw.seen++
-				if ev.Type == watch.Deleted {
-					aw.deleted = append(aw.deleted, obj.GetName())
-				}
-				if _, has := obj.GetAnnotations()[tracing.TraceContextAnnotation]; has {
-					aw.tracing = append(aw.tracing, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
-				}
-				aw.mu.Unlock()
-			}
-		})
-		t.Cleanup(w.Stop)
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return aw
-}
-
-func (aw *annotationWatch) result() (seen int, deleted, withTracing []string) {
-	aw.mu.Lock()
-	defer aw.mu.Unlock()
-	return aw.seen, append([]string(nil), aw.deleted...), append([]string(nil), aw.tracing...)
+	g.Eventually(func(g Gomega) []string {
+		return observabilitytest.ObjectPhases(g, ns, observability.KindClaim, "wants-foreign")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Equal([]string{"Pending"}))
 }
 
 // TestTracingOffWritesNoAnnotation: with tracing off, no version of any
@@ -412,7 +278,7 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
-	aw := watchAnnotations(t, ns)
+	aw := tracingtest.WatchAnnotations(t, watchClient(t), ns, &appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{})
 	startBinder(t, binder.Options{}, ns)
 
 	// Dynamic provisioning (playing the provisioner) and static binding.
@@ -434,18 +300,18 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	g.Expect(claims.Items).To(BeEmpty())
 
 	// The watches saw everything up to the claims' deletion (the last writes).
-	g.Eventually(func() []string { _, deleted, _ := aw.result(); return deleted }).WithTimeout(timeout).WithPolling(poll).
+	g.Eventually(aw.Deleted).WithTimeout(timeout).WithPolling(poll).
 		Should(ContainElements("dynamic", "static"))
-	seen, _, withTracing := aw.result()
-	g.Expect(seen).To(BeNumerically(">=", 10), "the watches saw the objects' versions")
-	g.Expect(withTracing).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
+	g.Expect(aw.Seen()).To(BeNumerically(">=", 10), "the watches saw the objects' versions")
+	g.Expect(aw.Annotated()).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
 }
 
-// watchNamespace watches the objects of list's kind in namespace ns.
-func watchNamespace(ctx context.Context, ns string, list client.ObjectList) (watch.Interface, error) {
+// watchClient is a client of env that can watch.
+func watchClient(t *testing.T) client.WithWatch {
+	t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	return wc.Watch(ctx, list, client.InNamespace(ns))
+	return wc
 }

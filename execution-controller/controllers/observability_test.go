@@ -1,23 +1,18 @@
 package controllers_test
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
@@ -127,65 +122,22 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	g := NewWithT(t)
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
-	var seen, annotated []string
-	for _, list := range []client.ObjectList{&lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if obj, ok := ev.Object.(client.Object); ok {
-					mu.Lock()
-					seen = append(seen, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
-					if _, ok := obj.GetAnnotations()[tracing.TraceContextAnnotation]; ok {
-						annotated = append(annotated, obj.GetName())
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	aw := tracingtest.WatchAnnotations(t, wc, ns, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{})
 	startManager(t, ns, testOptions())
 	exec := newExecution(ns, "untraced", mockItem("a", mockv1alpha1.ProviderConfiguration{}), mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"))
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
 	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
-	g.Eventually(func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}).WithTimeout(eventually).WithPolling(poll).Should(ContainElement(fmt.Sprintf("%s %T %s", watch.Deleted, &lsv1alpha1.Execution{}, "untraced")))
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(annotated).To(BeEmpty())
-}
-
-func metricFamily(g Gomega, name string) *dto.MetricFamily {
-	mfs, err := ctrlmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	return nil
-}
-
-func labelsOf(m *dto.Metric) map[string]string {
-	out := map[string]string{}
-	for _, lp := range m.GetLabel() {
-		out[lp.GetName()] = lp.GetValue()
-	}
-	return out
+	g.Eventually(aw.Deleted).WithTimeout(eventually).WithPolling(poll).Should(ContainElement("untraced"))
+	g.Expect(aw.Annotated()).To(BeEmpty())
 }
 
 // executionMetrics reads the execution's job counters and duration samples.
 func executionMetrics(g Gomega) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range []string{"terrace_jobs_started_total", "terrace_jobs_finished_total", "terrace_job_duration_seconds"} {
-		for _, m := range metricFamily(g, name).GetMetric() {
-			l := labelsOf(m)
+		for _, m := range observabilitytest.Family(g, name).GetMetric() {
+			l := observabilitytest.Labels(m)
 			if l["kind"] != execution.Kind {
 				continue
 			}
@@ -195,28 +147,6 @@ func executionMetrics(g Gomega) map[string]float64 {
 			} else {
 				out[key] += m.GetCounter().GetValue()
 			}
-		}
-	}
-	return out
-}
-
-func phaseSeries(g Gomega, ns string) []string {
-	var out []string
-	for _, m := range metricFamily(g, "terrace_object_phase").GetMetric() {
-		if l := labelsOf(m); l["namespace"] == ns {
-			out = append(out, fmt.Sprintf("%s %s %s", l["kind"], l["name"], l["phase"]))
-		}
-	}
-	return out
-}
-
-func eventsOf(g Gomega, ns, name string) []string {
-	list := &corev1.EventList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name {
-			out = append(out, e.Type+" "+e.Reason)
 		}
 	}
 	return out
@@ -243,10 +173,10 @@ func TestExecutionMetrics(t *testing.T) {
 	want["terrace_jobs_finished_total Succeeded"]++
 	want["terrace_job_duration_seconds Succeeded"]++
 	g.Eventually(executionMetrics).WithTimeout(eventually).WithPolling(poll).Should(Equal(want))
-	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.PhaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).
 		Should(ConsistOf("Execution measured Succeeded", "DeployItem measured-a Succeeded"))
 	// The execution's own duration metric is folded into the shared one.
-	g.Expect(metricFamily(g, "terrace_execution_job_duration_seconds")).To(BeNil())
+	g.Expect(observabilitytest.Family(g, "terrace_execution_job_duration_seconds")).To(BeNil())
 
 	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
 	g.Eventually(func() bool {
@@ -256,11 +186,11 @@ func TestExecutionMetrics(t *testing.T) {
 	want["terrace_jobs_finished_total Deleted"]++
 	want["terrace_job_duration_seconds Deleted"]++
 	g.Eventually(executionMetrics).WithTimeout(eventually).WithPolling(poll).Should(Equal(want))
-	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).Should(BeEmpty())
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "measured") }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements("Normal Succeeded", "Normal Deleted"))
+	g.Eventually(func(g Gomega) []string { return observabilitytest.PhaseSeries(g, ns) }).WithTimeout(eventually).WithPolling(poll).Should(BeEmpty())
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "measured") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Normal/Succeeded", "Normal/Deleted"))
 	// Events are for outcomes and problems: no per-job or per-item ones.
-	g.Expect(eventsOf(g, ns, "measured")).NotTo(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted"))
+	g.Expect(observabilitytest.Events(g, env.Client, ns, "measured")).NotTo(ContainElements("Normal/JobStarted", "Normal/DeployItemCreated", "Normal/DeployItemStarted"))
 }
 
 // A failed item fails the execution: its events name the cause
@@ -272,11 +202,11 @@ func TestExecutionEventsOnFailure(t *testing.T) {
 	exec := newExecution(ns, "failing", mockItem("a", mockv1alpha1.ProviderConfiguration{Phase: string(lsv1alpha1.PhaseFailed)}))
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "failing") }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements("Warning DeployItemsFailed", "Warning Failed"))
-	evs := eventsOf(g, ns, "failing")
-	g.Expect(evs).NotTo(ContainElements("Normal JobStarted", "Normal DeployItemCreated", "Normal DeployItemStarted"))
-	for _, e := range []string{"Warning DeployItemsFailed", "Warning Failed"} {
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "failing") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Warning/DeployItemsFailed", "Warning/Failed"))
+	evs := observabilitytest.Events(g, env.Client, ns, "failing")
+	g.Expect(evs).NotTo(ContainElements("Normal/JobStarted", "Normal/DeployItemCreated", "Normal/DeployItemStarted"))
+	for _, e := range []string{"Warning/DeployItemsFailed", "Warning/Failed"} {
 		n := 0
 		for _, got := range evs {
 			if got == e {
@@ -285,6 +215,6 @@ func TestExecutionEventsOnFailure(t *testing.T) {
 		}
 		g.Expect(n).To(Equal(1), e)
 	}
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, ns, "failing-a") }).WithTimeout(eventually).WithPolling(poll).
-		Should(ContainElements("Warning MockFailed", "Warning Failed"))
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "failing-a") }).WithTimeout(eventually).WithPolling(poll).
+		Should(ContainElements("Warning/MockFailed", "Warning/Failed"))
 }

@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
@@ -152,18 +152,28 @@ func waitForTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim)
 }
 
 // eventReasons lists the reasons of the events about the object named name.
-func eventReasons(ctx context.Context, ns, name string) func(g Gomega) []string {
-	return func(g Gomega) []string {
-		l := &eventsv1.EventList{}
-		g.Expect(env.Client.List(ctx, l, client.InNamespace(ns))).To(Succeed())
-		var reasons []string
-		for _, e := range l.Items {
-			if e.Regarding.Name == name {
-				reasons = append(reasons, e.Reason)
-			}
-		}
-		return reasons
-	}
+func eventReasons(ns, name string) func(g Gomega) []string {
+	return func(g Gomega) []string { return observabilitytest.EventReasons(g, env.Client, ns, name) }
+}
+
+// bindAndDeleteTarget plays the binder, marking the claim bound (so nothing
+// more is provisioned for it; the binder would mark it Lost once the target
+// is deleted), then deletes the target and waits until that deletes the
+// target's SpaceRequest.
+func bindAndDeleteTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim, dt *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.SpaceRequest) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	base := claim.DeepCopy()
+	claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
+	g.Expect(env.Client.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the SpaceRequest is being deleted")
 }
 
 func gone(obj client.Object) func() bool {
@@ -247,18 +257,7 @@ func TestTargetDeletionDeletesSpaceRequestFirst(t *testing.T) {
 	sr := waitForOneSpaceRequest(t, claim)
 	playStub(t, sr)
 	dt := waitForTarget(t, claim)
-	// Play the binder: the claim is bound, so nothing more is provisioned
-	// for it (the binder would mark it Lost once the target is deleted).
-	base := claim.DeepCopy()
-	claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
-	g.Expect(env.Client.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
-
-	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		cur := &toolchainv1alpha1.SpaceRequest{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
-		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the SpaceRequest is being deleted")
+	bindAndDeleteTarget(t, claim, dt, sr)
 	// The stub's finalizer holds the SpaceRequest, so the target stays.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
 	g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
@@ -276,7 +275,7 @@ func TestTargetDeletionDeletesSpaceRequestFirst(t *testing.T) {
 		})
 		return env.Client.Status().Update(ctx, cur)
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Eventually(eventReasons(ctx, n, dt.Name)).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(eventReasons(n, dt.Name)).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement(target.EventSpaceRequestNotTerminate))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
 	g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
@@ -315,7 +314,7 @@ func TestOrphanedSpaceRequests(t *testing.T) {
 	}
 	g.Eventually(gone(srDel)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "Delete: the orphan is deleted")
 	g.Eventually(gone(srNoClass)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "class gone: the orphan is deleted")
-	g.Eventually(eventReasons(ctx, n, srRet.Name)).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(eventReasons(n, srRet.Name)).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement(orphan.EventOrphanRetained))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(srRet), srRet)).To(Succeed())
 	g.Expect(srRet.DeletionTimestamp).To(BeNil(), "Retain: the orphan is kept")

@@ -9,40 +9,23 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
-
-// eventsOf lists "<type>/<reason>" of the events regarding the object named name.
-func eventsOf(g Gomega, ns, name string) []string {
-	l := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range l.Items {
-		if e.Regarding.Name == name {
-			out = append(out, e.Type+"/"+e.Reason)
-		}
-	}
-	return out
-}
 
 // TestTracingHandOver: the provisioner continues the trace the binder handed
 // over in the claim's annotation, creates the SpaceRequest and the target
@@ -123,7 +106,7 @@ func TestTracingHandOver(t *testing.T) {
 
 	// Events are for problems only: creating the SpaceRequest and the target
 	// is in the trace and the log, not an Event.
-	g.Expect(eventsOf(g, n, "c")).NotTo(ContainElement(HavePrefix("Normal/")))
+	g.Expect(observabilitytest.Events(g, env.Client, n, "c")).NotTo(ContainElement(HavePrefix("Normal/")))
 }
 
 // TestProvisioningFailureEvents: a SpaceRequest the API server refuses (the
@@ -142,7 +125,7 @@ func TestProvisioningFailureEvents(t *testing.T) {
 	startManager(t, 2)
 
 	bad := createClaim(t, n, "bad", n+"-bad", appstudiov1alpha1.SandboxProvisioner)
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, n, bad.Name) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, n, bad.Name) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement("Warning/" + claim.EventProvisioningFailed))
 	g.Expect(spaceRequestsOf(g, bad)).To(BeEmpty())
 	g.Eventually(func(g Gomega) {
@@ -170,9 +153,9 @@ func TestProvisioningFailureEvents(t *testing.T) {
 		})
 		return env.Client.Status().Update(ctx, cur)
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, n, noSecret.Name) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, n, noSecret.Name) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement("Warning/" + claim.EventCredentialsSecretAbsent))
-	g.Expect(eventsOf(g, n, noSecret.Name)).NotTo(ContainElement("Warning/" + claim.EventProvisioningFailed))
+	g.Expect(observabilitytest.Events(g, env.Client, n, noSecret.Name)).NotTo(ContainElement("Warning/" + claim.EventProvisioningFailed))
 }
 
 // TestTracingOffWritesNoAnnotation: with tracing off, no version of any
@@ -185,7 +168,10 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	n := unique("notrace")
 	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
 	createNamespace(t, n)
-	aw := watchAnnotations(t, n)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	aw := tracingtest.WatchAnnotations(t, wc, n,
+		&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}, &toolchainv1alpha1.SpaceRequestList{})
 	startManager(t, 2)
 
 	c := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
@@ -194,77 +180,13 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	dt := waitForTarget(t, c)
 	// Play the binder: bound; then the target is deleted, which deletes the
 	// SpaceRequest; the SpaceRequest controller lets it go.
-	base := c.DeepCopy()
-	c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
-	g.Expect(env.Client.Patch(ctx, c, client.MergeFrom(base))).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		cur := &toolchainv1alpha1.SpaceRequest{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
-		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	bindAndDeleteTarget(t, c, dt, sr)
 	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
 	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 
-	g.Eventually(func() []string { _, deleted, _ := aw.result(); return deleted }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(aw.Deleted).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElements("c", sr.Name, dt.Name))
-	seen, _, withTracing := aw.result()
-	g.Expect(seen).To(BeNumerically(">=", 6))
-	g.Expect(withTracing).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
-}
-
-// annotationWatch watches claims, targets and SpaceRequests in a namespace and
-// records every version that carried the trace-context annotation.
-type annotationWatch struct {
-	mu      sync.Mutex
-	seen    int
-	deleted []string
-	tracing []string
-}
-
-func watchAnnotations(t *testing.T, ns string) *annotationWatch {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	aw := &annotationWatch{}
-	var wg sync.WaitGroup
-	for _, list := range []client.ObjectList{
-		&appstudiov1alpha1.DeploymentTargetClaimList{}, &appstudiov1alpha1.DeploymentTargetList{}, &toolchainv1alpha1.SpaceRequestList{},
-	} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			for ev := range w.ResultChan() {
-				obj, ok := ev.Object.(client.Object)
-				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
-					continue
-				}
-				aw.mu.Lock()
-				aw.seen++
-				if ev.Type == watch.Deleted {
-					aw.deleted = append(aw.deleted, obj.GetName())
-				}
-				if _, has := obj.GetAnnotations()[tracing.TraceContextAnnotation]; has {
-					aw.tracing = append(aw.tracing, fmt.Sprintf("%s %T %s", ev.Type, obj, obj.GetName()))
-				}
-				aw.mu.Unlock()
-			}
-		})
-		t.Cleanup(w.Stop)
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return aw
-}
-
-func (aw *annotationWatch) result() (seen int, deleted, withTracing []string) {
-	aw.mu.Lock()
-	defer aw.mu.Unlock()
-	return aw.seen, slices.Clone(aw.deleted), slices.Clone(aw.tracing)
+	g.Expect(aw.Seen()).To(BeNumerically(">=", 6))
+	g.Expect(aw.Annotated()).To(BeEmpty(), "no object may carry %s with tracing off", tracing.TraceContextAnnotation)
 }

@@ -10,27 +10,20 @@ package spacerequest_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
@@ -39,81 +32,15 @@ import (
 // consistency is how long a value must stay put.
 const consistency = 2 * time.Second
 
-// eventsOf lists "<type>/<reason>" of the events regarding the object named name.
-func eventsOf(g Gomega, ns, name string) []string {
-	l := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range l.Items {
-		if e.Regarding.Name == name {
-			out = append(out, e.Type+"/"+e.Reason)
-		}
-	}
-	return out
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// inNamespace gathers the series of controller-runtime's registry whose
-// namespace label is ns (kit/metrics' per-object series carry it).
-func inNamespace(ns string) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		mfs, err := ctrlmetrics.Registry.Gather()
-		var out []*dto.MetricFamily
-		for _, mf := range mfs {
-			var keep []*dto.Metric
-			for _, m := range mf.GetMetric() {
-				if labelValue(m, "namespace") == ns {
-					keep = append(keep, m)
-				}
-			}
-			if len(keep) > 0 {
-				mf.Metric = keep
-				out = append(out, mf)
-			}
-		}
-		return out, err
-	})
-}
-
 // srPhases returns the phases (value 1) of the SpaceRequest's per-object gauge.
 func srPhases(g Gomega, ns, name string) []string {
-	mfs, err := inNamespace(ns).Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var phases []string
-	for _, mf := range mfs {
-		if mf.GetName() != "terrace_object_phase" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if labelValue(m, "kind") == spacerequest.Kind && labelValue(m, "name") == name && m.GetGauge().GetValue() == 1 {
-				phases = append(phases, labelValue(m, "phase"))
-			}
-		}
-	}
-	return phases
+	return observabilitytest.ObjectPhases(g, ns, spacerequest.Kind, name)
 }
 
 // provisionedCount is the number of provisioning durations observed.
 func provisionedCount(t *testing.T) uint64 {
 	t.Helper()
-	mfs, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == spacerequest.ProvisioningDurationName {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	return 0
+	return observabilitytest.HistogramCount(NewWithT(t), spacerequest.ProvisioningDurationName, nil)
 }
 
 // touch adds a label to the SpaceRequest, which makes the stub reconcile it.
@@ -200,7 +127,7 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 
 	// One event for the first provisioning: its intermediate steps have
 	// none of their own.
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, team, "env") }).WithTimeout(timeout).WithPolling(interval).
 		Should(Equal([]string{"Normal/" + spacerequest.EventProvisioned}))
 
 	// Deletion: Terminating, the namespace goes, the SpaceRequest goes, and
@@ -216,8 +143,9 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 	finalizeNamespace(t, g, provisioned)
 	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Eventually(func() (int, error) { return testutil.GatherAndCount(inNamespace(team), "terrace_object_phase") }).
-		WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "the per-object series goes with the SpaceRequest")
+	g.Eventually(func() (int, error) {
+		return testutil.GatherAndCount(observabilitytest.InNamespace(team), observabilitytest.PhaseGauge)
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeZero(), "the per-object series goes with the SpaceRequest")
 	g.Eventually(func(g Gomega) {
 		spans := tracingtest.Trace(rec, traceID)
 		_, err := tracingtest.Connected(spans)
@@ -228,7 +156,7 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 		}
 		g.Expect(names).To(ContainElements("SpaceRequest.DeleteSecret", "SpaceRequest.DeleteNamespace", "SpaceRequest.RemoveFinalizer"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, team, "env") }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElements("Normal/"+spacerequest.EventTerminating, "Normal/"+spacerequest.EventTerminated))
 }
 
@@ -261,7 +189,7 @@ func TestProvisioningFailureIsAnEventAndAnErrorSpan(t *testing.T) {
 		g.Expect(cond.Reason).To(Equal(toolchainv1alpha1.ReasonProvisioning))
 		return cond.Message
 	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("was not created for this SpaceRequest"))
-	g.Eventually(func(g Gomega) []string { return eventsOf(g, team, "env") }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, team, "env") }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement("Warning/" + spacerequest.EventProvisioningFailed))
 	g.Eventually(func(g Gomega) {
 		var failed bool
@@ -307,32 +235,7 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	wctx, cancel := context.WithCancel(ctx)
-	w, err := wc.Watch(wctx, &toolchainv1alpha1.SpaceRequestList{}, client.InNamespace(team))
-	g.Expect(err).NotTo(HaveOccurred())
-	var (
-		mu          sync.Mutex
-		seen        int
-		deleted     bool
-		withTracing []string
-		wg          sync.WaitGroup
-	)
-	wg.Go(func() {
-		for ev := range w.ResultChan() {
-			sr, ok := ev.Object.(*toolchainv1alpha1.SpaceRequest)
-			if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
-				continue
-			}
-			mu.Lock()
-			seen++
-			deleted = deleted || ev.Type == watch.Deleted
-			if _, has := sr.Annotations[tracing.TraceContextAnnotation]; has {
-				withTracing = append(withTracing, fmt.Sprintf("%s %s rv %s", ev.Type, sr.Name, sr.ResourceVersion))
-			}
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() { w.Stop(); cancel(); wg.Wait() })
+	aw := tracingtest.WatchAnnotations(t, wc, team, &toolchainv1alpha1.SpaceRequestList{})
 
 	sr := newSpaceRequest(team, "env")
 	g.Expect(c.Create(ctx, sr)).To(Succeed())
@@ -346,10 +249,8 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	finalizeNamespace(t, g, team+"-env")
 
-	g.Eventually(func() bool { mu.Lock(); defer mu.Unlock(); return deleted }).WithTimeout(timeout).WithPolling(interval).
-		Should(BeTrue(), "the watch saw the SpaceRequest go")
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(seen).To(BeNumerically(">=", 4), "the watch saw the SpaceRequest's versions")
-	g.Expect(slices.Clone(withTracing)).To(BeEmpty(), "no SpaceRequest may carry %s with tracing off", tracing.TraceContextAnnotation)
+	g.Eventually(aw.Deleted).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement(sr.Name), "the watch saw the SpaceRequest go")
+	g.Expect(aw.Seen()).To(BeNumerically(">=", 4), "the watch saw the SpaceRequest's versions")
+	g.Expect(aw.Annotated()).To(BeEmpty(), "no SpaceRequest may carry %s with tracing off", tracing.TraceContextAnnotation)
 }
