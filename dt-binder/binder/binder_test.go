@@ -85,6 +85,7 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 	claim = eventuallyClaim(t, ns, "staging-dtc", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
 	g.Expect(claim.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.BindCompleteAnnotation, "true"))
 	g.Expect(claim.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.BoundByControllerAnnotation, "true"))
+	g.Expect(claim.Spec.TargetName).To(Equal("prod-dt"), "a claim bound by the binder names its target, like a PVC's volumeName")
 
 	// Events say what happened, with filterable reasons.
 	g.Eventually(func(g Gomega) {
@@ -225,6 +226,7 @@ func TestBestMatchDeterministic(t *testing.T) {
 		create(t, newClaim(ns, name, class.Name, ""))
 		claim := eventuallyClaim(t, ns, name, appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
 		g.Expect(claim.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.BoundByControllerAnnotation, "true"))
+		g.Expect(claim.Spec.TargetName).To(Equal(want.Name))
 		eventuallyTarget(t, ns, want.Name, appstudiov1alpha1.DeploymentTargetPhaseBound, name)
 	}
 	g.Expect(claimRefName(getTarget(g, ns, "z-other-class"))).To(BeEmpty())

@@ -660,7 +660,8 @@ func (r *Reconciler) removeFinalizer(s *scope, why string) {
 	r.Recorder.Eventf(s.claim, nil, corev1EventNormal, EventFinalized, "Reclaim", "Removed finalizer: %s", why)
 }
 
-// patch writes metadata (annotations, finalizers) and then status, each only
+// patch writes metadata (annotations, finalizers; spec.targetName once bound)
+// and then status, each only
 // if changed, each preconditioned on the resourceVersion, and emits an Event
 // when the Bound condition changed its reason. A metadata write also carries
 // the claim's trace context if the claim has none yet (never a write of its
@@ -672,7 +673,8 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	statusBase := s.claim.DeepCopy()
 	statusBase.Status = *s.before.Status.DeepCopy()
 	if !equality.Semantic.DeepEqual(s.before.Annotations, s.claim.Annotations) ||
-		!equality.Semantic.DeepEqual(s.before.Finalizers, s.claim.Finalizers) {
+		!equality.Semantic.DeepEqual(s.before.Finalizers, s.claim.Finalizers) ||
+		s.before.Spec.TargetName != s.claim.Spec.TargetName {
 		obj := s.claim.DeepCopy()
 		obj.Status = s.before.Status
 		if obj.DeletionTimestamp == nil {
@@ -800,8 +802,11 @@ func (s *scope) bound(t *appstudiov1alpha1.DeploymentTarget) {
 	c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] = appstudiov1alpha1.AnnotationTrue
 	if c.Spec.TargetName == "" {
 		// The binder, not the user, found the target (best match, a
-		// provisioned target, or a target pre-bound by claimRef).
+		// provisioned target, or a target pre-bound by claimRef). Like a
+		// PersistentVolumeClaim's volumeName, spec.targetName then names it
+		// (kubectl get's TARGET column), written with the annotations.
 		c.Annotations[appstudiov1alpha1.BoundByControllerAnnotation] = appstudiov1alpha1.AnnotationTrue
+		c.Spec.TargetName = t.Name
 	}
 	c.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhaseBound
 	s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonBound, fmt.Sprintf("bound to target %s", t.Name))
