@@ -86,6 +86,9 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 	g.Expect(claim.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.BindCompleteAnnotation, "true"))
 	g.Expect(claim.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.BoundByControllerAnnotation, "true"))
 	g.Expect(claim.Spec.TargetName).To(Equal("prod-dt"), "a claim bound by the binder names its target, like a PVC's volumeName")
+	// That spec change is the binder's own: the status observes it.
+	g.Expect(claim.Status.ObservedGeneration).To(Equal(claim.Generation))
+	g.Expect(meta.FindStatusCondition(claim.Status.Conditions, appstudiov1alpha1.ConditionBound).ObservedGeneration).To(Equal(claim.Generation))
 
 	// Events say what happened, with filterable reasons.
 	g.Eventually(func(g Gomega) {
@@ -99,7 +102,8 @@ func TestSeed004DynamicProvisioning(t *testing.T) {
 }
 
 // claimStatuses records, from a watch, each distinct status a namespace's
-// claims went through ("<phase>/<Bound reason>"; consecutive versions with
+// claims went through ("<phase>/<Bound reason>", marked when a Bound status
+// observes an older generation than the claim's; consecutive versions with
 // the same status count once).
 type claimStatuses struct {
 	mu   sync.Mutex
@@ -128,6 +132,10 @@ func watchClaimStatuses(t *testing.T, ns string) *claimStatuses {
 				continue
 			}
 			st := fmt.Sprintf("%s/%s", c.Status.Phase, boundReason(c.Status.Conditions))
+			if c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound && c.Status.ObservedGeneration != c.Generation {
+				// A Bound status written for a spec older than the claim's.
+				st += " of an older generation"
+			}
 			if cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound); cond != nil {
 				st += "\x00" + cond.Message
 			}

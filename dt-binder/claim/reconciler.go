@@ -699,6 +699,7 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		}
 		s.claim = obj
 		statusBase = obj.DeepCopy()
+		observeOwnSpecChange(desired, s.before.Generation, obj.Generation)
 	}
 	if equality.Semantic.DeepEqual(statusBase.Status, *desired) {
 		return nil
@@ -725,6 +726,23 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	}
 	r.emitTransition(s)
 	return nil
+}
+
+// observeOwnSpecChange moves the status computed for generation from to
+// generation to, when the metadata patch that took the claim there was this
+// reconcile's own (spec.targetName of a claim it bound; the patch is guarded
+// by the resourceVersion read, so no other spec change came with it): the
+// status describes exactly that spec.
+func observeOwnSpecChange(st *appstudiov1alpha1.DeploymentTargetClaimStatus, from, to int64) {
+	if from == to || st.ObservedGeneration != from {
+		return
+	}
+	st.ObservedGeneration = to
+	for i := range st.Conditions {
+		if st.Conditions[i].ObservedGeneration == from {
+			st.Conditions[i].ObservedGeneration = to
+		}
+	}
 }
 
 // wrote records that a write of the binder replaced the claim's version
