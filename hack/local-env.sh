@@ -10,6 +10,9 @@
 #   hack/local-env.sh status  show what runs
 #   hack/local-env.sh clean   down, then remove all state (.local/)
 #
+# up, down and clean of one state directory run one at a time (a lock file,
+# .lock, taken with flock): an up waits for a down still in progress.
+#
 # State lives in .local/ (TERRACE_LOCAL_DIR overrides it, so the e2e suite and
 # `make bench` can run their own environment beside yours, on other ports):
 # pki/, etcd/, logs/<component>.log, pids/<component>.pid, pids/<binary>.ports
@@ -249,6 +252,17 @@ start_controllers() {
 
 # --- commands ----------------------------------------------------------------
 
+# lock serialises the commands that start and stop processes in one state
+# directory: an `up` started while a `down` still stops the processes (a
+# killed test suite's cleanup, say) would otherwise have its new processes
+# stopped under it. It waits for the other command (at most 5 minutes).
+lock() {
+  command -v flock >/dev/null || return 0
+  mkdir -p "${LOCAL}"
+  exec 9>"${LOCAL}/.lock"
+  flock -w 300 9 || die "another hack/local-env.sh command still holds ${LOCAL}/.lock"
+}
+
 up() {
   mkdir -p "${LOGS}" "${PIDS}"
   for b in etcd kube-apiserver kube-controller-manager; do
@@ -297,9 +311,9 @@ status() {
 }
 
 case "${1:-}" in
-  up) up ;;
-  down) down ;;
+  up) lock; up ;;
+  down) lock; down ;;
   status) status ;;
-  clean) down; rm -rf "${LOCAL}"; log "removed ${LOCAL}" ;;
+  clean) lock; down; rm -rf "${LOCAL}"; log "removed ${LOCAL}" ;;
   *) die "usage: $0 up|down|status|clean" ;;
 esac
