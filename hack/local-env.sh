@@ -73,7 +73,9 @@ start() {
     log "${name} already running (pid $(pid_of "${name}"))"
     return
   fi
-  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null &
+  # 9>&-: the process must not inherit the lock (see lock), or the next
+  # command would wait for it as long as the process runs.
+  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null 9>&- &
   echo $! >"${PIDS}/${name}.pid"
   log "started ${name} (pid $!, log ${LOGS}/${name}.log)"
 }
