@@ -179,4 +179,21 @@ func (t *tracker) times() []time.Time {
 	return out
 }
 
-func (t *tracker) close() { t.stop() }
+// timeUntilDone times create (the root objects' creation) and the wait
+// until n objects are done.
+func (t *tracker) timeUntilDone(ctx context.Context, n int, create func() error) (timing, error) {
+	tm := timing{start: time.Now()}
+	if err := create(); err != nil {
+		return tm, err
+	}
+	err := t.waitAll(ctx, n)
+	tm.doneAt = t.times()
+	return tm, err
+}
+
+// close stops the informer; a nil tracker (prepare failed) is a no-op.
+func (t *tracker) close() {
+	if t != nil {
+		t.stop()
+	}
+}

@@ -139,7 +139,12 @@ func (sc *stepClock) hops(created map[string]time.Time) [numJobSteps][]float64 {
 	return out
 }
 
-func (sc *stepClock) close() { sc.stop() }
+// close stops the informers; a nil clock (prepare failed) is a no-op.
+func (sc *stepClock) close() {
+	if sc != nil {
+		sc.stop()
+	}
+}
 
 // stepResult is one hop of the single workload's jobs: from the step
 // before (or the create's response) to this one.

@@ -336,12 +336,8 @@ func singleManifest(n int) workload {
 		return tm, nil
 	}
 	w.close = func() {
-		if t != nil {
-			t.close()
-		}
-		if steps != nil {
-			steps.close()
-		}
+		t.close()
+		steps.close()
 	}
 	return w
 }
@@ -364,20 +360,10 @@ func rootInstallations(n, creators int) workload {
 		for i := range n {
 			objs[i] = rootInstallation(ns, fmt.Sprintf("root-%04d", i), mockBlueprint(), false)
 		}
-		tm := timing{start: time.Now()}
-		if err := b.createAtOnce(ctx, objs, creators); err != nil {
-			return tm, err
-		}
 		// Sub-objects are not installations: n is every installation.
-		err := t.waitAll(ctx, n)
-		tm.doneAt = t.times()
-		return tm, err
+		return t.timeUntilDone(ctx, n, func() error { return b.createAtOnce(ctx, objs, creators) })
 	}
-	w.close = func() {
-		if t != nil {
-			t.close()
-		}
-	}
+	w.close = func() { t.close() }
 	return w
 }
 
@@ -400,19 +386,9 @@ func tree(depth, fanOut int) workload {
 		return err
 	}
 	w.run = func(ctx context.Context, b *bench, ns string) (timing, error) {
-		tm := timing{start: time.Now()}
-		if err := b.c.Create(ctx, rootInstallation(ns, "tree", fs, true)); err != nil {
-			return tm, err
-		}
-		err := t.waitAll(ctx, installations)
-		tm.doneAt = t.times()
-		return tm, err
+		return t.timeUntilDone(ctx, installations, func() error { return b.c.Create(ctx, rootInstallation(ns, "tree", fs, true)) })
 	}
-	w.close = func() {
-		if t != nil {
-			t.close()
-		}
-	}
+	w.close = func() { t.close() }
 	return w
 }
 
@@ -471,11 +447,8 @@ func chain(n int) workload {
 		return tm, nil
 	}
 	w.close = func() {
-		for _, t := range []*tracker{items, execs} {
-			if t != nil {
-				t.close()
-			}
-		}
+		items.close()
+		execs.close()
 	}
 	return w
 }
@@ -513,19 +486,9 @@ func claims(n, creators int) workload {
 				Spec:       appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: class},
 			}
 		}
-		tm := timing{start: time.Now()}
-		if err := b.createAtOnce(ctx, objs, creators); err != nil {
-			return tm, err
-		}
-		err := t.waitAll(ctx, n)
-		tm.doneAt = t.times()
-		return tm, err
+		return t.timeUntilDone(ctx, n, func() error { return b.createAtOnce(ctx, objs, creators) })
 	}
-	w.close = func() {
-		if t != nil {
-			t.close()
-		}
-	}
+	w.close = func() { t.close() }
 	return w
 }
 
