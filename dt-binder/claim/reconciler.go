@@ -30,6 +30,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -80,14 +81,11 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler. The field indexes of package
 // binding must be registered on mgr first.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	switch {
-	case mgr == nil:
-		return errors.New("claim reconciler: manager is nil")
-	case r.Client == nil:
-		return errors.New("claim reconciler: Client is nil")
-	case r.Recorder == nil:
-		return errors.New("claim reconciler: Recorder is nil")
-	case r.RetryInterval < 0:
+	if err := setup.Check("claim reconciler", setup.Required("manager", mgr),
+		setup.Required("Client", r.Client), setup.Required("Recorder", r.Recorder)); err != nil {
+		return err
+	}
+	if r.RetryInterval < 0 {
 		return fmt.Errorf("claim reconciler: RetryInterval must not be negative, got %s", r.RetryInterval)
 	}
 	if r.RetryInterval == 0 {

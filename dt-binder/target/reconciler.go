@@ -30,6 +30,7 @@ import (
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -74,14 +75,11 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler. The field indexes of package
 // binding must be registered on mgr first.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	switch {
-	case mgr == nil:
-		return errors.New("target reconciler: manager is nil")
-	case r.Client == nil:
-		return errors.New("target reconciler: Client is nil")
-	case r.Recorder == nil:
-		return errors.New("target reconciler: Recorder is nil")
-	case r.UnableToTerminateTimeout < 0:
+	if err := setup.Check("target reconciler", setup.Required("manager", mgr),
+		setup.Required("Client", r.Client), setup.Required("Recorder", r.Recorder)); err != nil {
+		return err
+	}
+	if r.UnableToTerminateTimeout < 0 {
 		return fmt.Errorf("target reconciler: UnableToTerminateTimeout must not be negative, got %s", r.UnableToTerminateTimeout)
 	}
 	if r.UnableToTerminateTimeout == 0 {

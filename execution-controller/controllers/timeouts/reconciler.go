@@ -18,7 +18,6 @@ package timeouts
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/setup"
 )
 
 // ControllerName names the controller (logs, metrics, events).
@@ -72,15 +72,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	switch {
-	case r.Client == nil:
-		return errors.New("timeouts: Client is nil")
-	case r.APIReader == nil:
-		return errors.New("timeouts: APIReader is nil")
-	case r.Recorder == nil:
-		return errors.New("timeouts: Recorder is nil")
-	case r.FieldManager == "":
-		return errors.New("timeouts: FieldManager is empty")
+	if err := setup.Check("timeouts", setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader),
+		setup.Required("Recorder", r.Recorder), setup.Required("FieldManager", r.FieldManager)); err != nil {
+		return err
 	}
 	for name, t := range map[string]Timeout{"pickup": r.Config.Pickup, "progressing": r.Config.Progressing, "abort": r.Config.Abort} {
 		if !t.Disabled && t.Duration <= 0 {

@@ -27,6 +27,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
@@ -130,20 +131,8 @@ func (c *createdObjects) seen(kind string, key client.ObjectKey) {
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var errs []error
-	if r.Client == nil {
-		errs = append(errs, errors.New("claim: Client is nil"))
-	}
-	if r.APIReader == nil {
-		errs = append(errs, errors.New("claim: APIReader is nil"))
-	}
-	if r.Recorder == nil {
-		errs = append(errs, errors.New("claim: Recorder is nil"))
-	}
-	if r.DefaultTierName == "" {
-		errs = append(errs, errors.New("claim: DefaultTierName is empty"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := setup.Check("claim", setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader),
+		setup.Required("Recorder", r.Recorder), setup.Required("DefaultTierName", r.DefaultTierName)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -8,7 +8,6 @@ package orphan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +23,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
@@ -58,17 +58,8 @@ type Reconciler struct {
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var errs []error
-	if r.Client == nil {
-		errs = append(errs, errors.New("orphan: Client is nil"))
-	}
-	if r.APIReader == nil {
-		errs = append(errs, errors.New("orphan: APIReader is nil"))
-	}
-	if r.Recorder == nil {
-		errs = append(errs, errors.New("orphan: Recorder is nil"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := setup.Check("orphan", setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader),
+		setup.Required("Recorder", r.Recorder)); err != nil {
 		return err
 	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {

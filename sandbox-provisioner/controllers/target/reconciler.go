@@ -8,7 +8,6 @@ package target
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +25,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
@@ -60,17 +60,8 @@ type Reconciler struct {
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var errs []error
-	if r.Client == nil {
-		errs = append(errs, errors.New("target: Client is nil"))
-	}
-	if r.APIReader == nil {
-		errs = append(errs, errors.New("target: APIReader is nil"))
-	}
-	if r.Recorder == nil {
-		errs = append(errs, errors.New("target: Recorder is nil"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := setup.Check("target", setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader),
+		setup.Required("Recorder", r.Recorder)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

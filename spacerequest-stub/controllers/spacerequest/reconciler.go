@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -168,16 +169,8 @@ func roleBindingKey(namespace string) string {
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var errs []error
-	if r.Client == nil {
-		errs = append(errs, errors.New("spacerequest: Client is nil"))
-	}
-	if r.APIReader == nil {
-		errs = append(errs, errors.New("spacerequest: APIReader is nil"))
-	}
-	if r.Recorder == nil {
-		errs = append(errs, errors.New("spacerequest: Recorder is nil"))
-	}
+	errs := []error{setup.Check("spacerequest", setup.Required("Client", r.Client),
+		setup.Required("APIReader", r.APIReader), setup.Required("Recorder", r.Recorder))}
 	if r.RoleReader == nil {
 		r.RoleReader = r.APIReader
 	}
