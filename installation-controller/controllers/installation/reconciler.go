@@ -42,6 +42,7 @@ import (
 	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -153,13 +154,9 @@ type Reconciler struct {
 // SetupWithManager checks the reconciler's inputs, registers the field
 // indexes and the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	switch {
-	case r.Client == nil:
-		return errors.New("installation: Client is nil")
-	case r.APIReader == nil:
-		return errors.New("installation: APIReader is nil")
-	case r.Recorder == nil:
-		return errors.New("installation: Recorder is nil")
+	if err := setup.Check("installation", setup.Required("Client", r.Client),
+		setup.Required("APIReader", r.APIReader), setup.Required("Recorder", r.Recorder)); err != nil {
+		return err
 	}
 	if r.Now == nil {
 		r.Now = time.Now
@@ -175,6 +172,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ParentIndex, indexParent); err != nil {
 		return fmt.Errorf("indexing installations by parent: %w", err)
+	}
+	// Contexts are read through the cache but watched by nothing: start
+	// their informer with the manager, so the first job that reads one does
+	// not wait for it to start and sync.
+	if _, err := mgr.GetCache().GetInformer(ctx, &lsv1alpha1.Context{}); err != nil {
+		return fmt.Errorf("starting the Context informer: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
