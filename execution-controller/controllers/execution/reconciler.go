@@ -29,6 +29,7 @@ import (
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -83,15 +84,9 @@ type Reconciler struct {
 // SetupWithManager checks the reconciler's inputs, registers the field index
 // on deploy items and the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	switch {
-	case r.Client == nil:
-		return errors.New("execution: Client is nil")
-	case r.APIReader == nil:
-		return errors.New("execution: APIReader is nil")
-	case r.Recorder == nil:
-		return errors.New("execution: Recorder is nil")
-	case r.FieldManager == "":
-		return errors.New("execution: FieldManager is empty")
+	if err := setup.Check("execution", setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader),
+		setup.Required("Recorder", r.Recorder), setup.Required("FieldManager", r.FieldManager)); err != nil {
+		return err
 	}
 	if r.Now == nil {
 		r.Now = time.Now
