@@ -1,11 +1,14 @@
 package controllers_test
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,6 +115,108 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	g.Expect(getItem(g, ns, "owned", "a").Annotations[tracing.TraceContextAnnotation]).To(ContainSubstring(traceID.String()))
+}
+
+// jobRootSpan waits for the one root span of a job of the root execution
+// named name in ns that is none of the excluded jobs, and returns it.
+func jobRootSpan(t *testing.T, rec *tracetest.SpanRecorder, ns, name string, exclude ...string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var root sdktrace.ReadOnlySpan
+	NewWithT(t).Eventually(func(g Gomega) {
+		var roots []sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.Name() == "Execution.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == name &&
+				!s.Parent().IsValid() && !slices.Contains(exclude, tracingtest.Attr(s, string(tracing.AttrJobID))) {
+				roots = append(roots, s)
+			}
+		}
+		g.Expect(roots).To(HaveLen(1))
+		root = roots[0]
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	return root
+}
+
+// expectItemDeletedIn checks that the deploy item (item of execution exec)
+// was deleted carrying trace traceID, and that the deployer's reconciles of
+// its deletion (and its Delete step) are all in that trace.
+func expectItemDeletedIn(t *testing.T, rec *tracetest.SpanRecorder, items *recorder, ns, exec, item string, traceID trace.TraceID) {
+	t.Helper()
+	g := NewWithT(t)
+	items.waitRecorded(t, gone(item))
+	i := items.first(deletionStarted(item))
+	g.Expect(i).To(BeNumerically(">=", 0))
+	items.mu.Lock()
+	deleted := items.events[i].item
+	items.mu.Unlock()
+	g.Expect(tracingtest.HandedOver(deleted.Annotations).TraceID().String()).To(Equal(traceID.String()), "item %s was deleted carrying the deleting job's trace", item)
+
+	name := execution.ItemObjectName(exec, item)
+	g.Eventually(func(g Gomega) {
+		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+		for _, s := range rec.Ended() {
+			byID[s.SpanContext().SpanID()] = s
+		}
+		reconciles, deletes := 0, 0
+		for _, s := range rec.Ended() {
+			switch {
+			case s.Name() == "DeployItem.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == name &&
+				tracingtest.Attr(s, string(tracing.AttrPhase)) == string(lsv1alpha1.PhaseDeleting):
+				g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "a deletion reconcile of %s", item)
+				reconciles++
+			case s.Name() == "DeployItem.Delete":
+				if p, ok := byID[s.Parent().SpanID()]; ok && tracingtest.Attr(p, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(p, string(tracing.AttrName)) == name {
+					g.Expect(s.SpanContext().TraceID()).To(Equal(traceID), "the deployer's Delete of %s", item)
+					deletes++
+				}
+			}
+		}
+		g.Expect(reconciles).To(BeNumerically(">=", 1))
+		g.Expect(deletes).To(BeNumerically(">=", 1))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// The execution controller hands the trace of the job that deletes a deploy
+// item to the item before deleting it - the orphan cleanup of an install job,
+// or a deletion job - so the deployer deletes it in that trace, not in the
+// trace of the job that last handed the item a job.
+func TestItemsAreDeletedInTheDeletingJobsTrace(t *testing.T) {
+	rec := tracingtest.Record(t)
+	ns := newNamespace(t)
+	items := record(t, ns)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	exec := newExecution(ns, "deleting", mockItem("a", mockv1alpha1.ProviderConfiguration{}), mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a"))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	first := waitFinished(t, exec)
+	g.Expect(first.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	firstTrace := jobRootSpan(t, rec, ns, "deleting").SpanContext().TraceID()
+
+	// The next job drops b: its orphan cleanup deletes b in its trace.
+	cur := first.DeepCopy()
+	cur.Spec.DeployItems = cur.Spec.DeployItems[:1]
+	cur.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationReconcile)
+	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	var second *lsv1alpha1.Execution
+	g.Eventually(func(g Gomega) {
+		second = getExec(g, exec)
+		g.Expect(second.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(second.Status.JobIDFinished).To(Equal(second.Status.JobID))
+		g.Expect(second.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	secondTrace := jobRootSpan(t, rec, ns, "deleting", first.Status.JobID).SpanContext().TraceID()
+	g.Expect(secondTrace).NotTo(Equal(firstTrace))
+	expectItemDeletedIn(t, rec, items, ns, "deleting", "b", secondTrace)
+
+	// The execution's deletion job is a trace of its own, and a is deleted in it.
+	g.Expect(env.Client.Delete(ctx, second)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+	deletion := jobRootSpan(t, rec, ns, "deleting", first.Status.JobID, second.Status.JobID).SpanContext().TraceID()
+	g.Expect(deletion).NotTo(Equal(secondTrace))
+	expectItemDeletedIn(t, rec, items, ns, "deleting", "a", deletion)
+	_, err := tracingtest.Connected(tracingtest.Trace(rec, deletion))
+	g.Expect(err).NotTo(HaveOccurred())
 }
 
 // With tracing off neither executions nor their items ever carry the

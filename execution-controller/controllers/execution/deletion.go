@@ -101,12 +101,23 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 				continue
 			}
 		}
-		if withoutUninstall && di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] != "true" {
-			v := "true"
-			if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "",
-				map[string]*string{lsv1alpha1.DeleteWithoutUninstallAnnotation: &v}); err != nil {
-				return nil, false, client.IgnoreNotFound(err)
+		set := map[string]*string{}
+		if withoutUninstall {
+			set[lsv1alpha1.DeleteWithoutUninstallAnnotation] = ptr.To("true")
+		}
+		if di.DeletionTimestamp == nil {
+			// The deployer deletes the item in this job's trace (a deletion
+			// job, or the orphan cleanup of an install job), not in the one
+			// of the job that handed it its last job: the span context goes
+			// in before the deletion, with delete-without-uninstall in one
+			// write (only while tracing is on).
+			set = withTraceContext(ctx, di, set)
+		}
+		if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone meanwhile: nothing left to delete
 			}
+			return nil, false, err
 		}
 		if di.DeletionTimestamp == nil {
 			if err := r.Client.Delete(ctx, di, client.Preconditions{UID: &di.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -226,6 +237,9 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 			}
 			if deleteStateOf(di) == deleteFailed {
 				set[lsv1alpha1.OperationAnnotation] = ptr.To(string(lsv1alpha1.OperationReconcile))
+				// The deployer's retry belongs to this deletion job and
+				// its trace (only while tracing is on).
+				set = withTraceContext(ctx, di, set)
 			}
 			if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -39,7 +39,7 @@ func patchAnnotations(ctx context.Context, c client.Client, obj client.Object, s
 		return nil
 	}
 	if err := c.Patch(ctx, obj, mergePatch{"metadata": map[string]any{"annotations": ann}}, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("patching annotations of %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), client.IgnoreNotFound(err))
+		return fmt.Errorf("patching annotations of %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func (r *Reconciler) handOverExecution(ctx context.Context, s *scope, exec *lsv1
 		"status":     map[string]any{"jobID": job},
 	}}
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("handing job to execution %s: %w", exec.Name, client.IgnoreNotFound(err))
+		return fmt.Errorf("handing job to execution %s: %w", exec.Name, err)
 	}
 	exec = exec.DeepCopy()
 	exec.Status.JobID = job
@@ -170,7 +170,7 @@ func (r *Reconciler) handOverInstallation(ctx context.Context, s *scope, sub *ls
 		return err
 	}
 	if err := r.Client.Status().Patch(ctx, sub, mergePatch{"status": map[string]any{"jobID": job}}, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("handing job to sub-installation %s: %w", sub.Name, client.IgnoreNotFound(err))
+		return fmt.Errorf("handing job to sub-installation %s: %w", sub.Name, err)
 	}
 	s.remember(sub)
 	return nil

@@ -288,10 +288,17 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 		}
 		if len(items) == 0 {
 			// The blueprint no longer renders deploy items: the execution is
-			// an orphan; its deletion runs in CleanupOrphaned.
+			// an orphan; its deletion runs in CleanupOrphaned, in this job's
+			// trace (handed over first, only while tracing is on).
 			s.deleted = true
-			if err := r.Client.Delete(ctx, exec); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting orphaned execution: %w", err)
+			gone, err := prepareDeletion(ctx, r.Client, exec, nil)
+			if err != nil {
+				return err
+			}
+			if !gone {
+				if err := r.Client.Delete(ctx, exec); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("deleting orphaned execution: %w", err)
+				}
 			}
 			inst.Status.ExecutionReference = nil
 			return nil
@@ -370,9 +377,15 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 			continue
 		}
 		s.deleted = true
+		// The mark and this job's trace context (only while tracing is on)
+		// in one write, so the orphan's deletion joins this job's trace.
 		yes := "true"
-		if err := patchAnnotations(ctx, r.Client, orphan, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
+		gone, err := prepareDeletion(ctx, r.Client, orphan, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes})
+		if err != nil {
 			return err
+		}
+		if gone {
+			continue
 		}
 		if err := r.Client.Delete(ctx, orphan); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting orphaned sub-installation %s: %w", orphan.Name, err)
@@ -592,7 +605,7 @@ func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installa
 	if ref := inst.Status.ExecutionReference; ref != nil {
 		exec := &lsv1alpha1.Execution{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec); err != nil {
-			return nil, fmt.Errorf("reading execution: %w", client.IgnoreNotFound(err))
+			return nil, fmt.Errorf("reading execution: %w", err)
 		}
 		if er := exec.Status.ExportReference; er != nil {
 			ns := er.Namespace
@@ -758,16 +771,32 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 	}
 	for _, o := range objs {
 		s.deleted = true
+		set := map[string]*string{}
 		if inst.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true" {
 			yes := "true"
-			if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.DeleteWithoutUninstallAnnotation: &yes}); err != nil {
+			set[lsv1alpha1.DeleteWithoutUninstallAnnotation] = &yes
+		}
+		if o.GetDeletionTimestamp() != nil {
+			// Being deleted already: the job's trace context goes with the
+			// job (TriggerDelete).
+			if err := patchAnnotations(ctx, r.Client, o, set); err != nil {
 				return outcome{}, err
 			}
+			continue
 		}
-		if o.GetDeletionTimestamp() == nil {
-			if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-				return outcome{}, fmt.Errorf("deleting %s: %w", o.GetName(), err)
-			}
+		// An object this job deletes continues the deletion job's trace
+		// from the moment it is deleted, not the trace of the job that
+		// created it: the span context goes into the same write as
+		// delete-without-uninstall (only while tracing is on).
+		gone, err := prepareDeletion(ctx, r.Client, o, set)
+		if err != nil {
+			return outcome{}, err
+		}
+		if gone {
+			continue
+		}
+		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return outcome{}, fmt.Errorf("deleting %s: %w", o.GetName(), err)
 		}
 	}
 	return next(lsv1alpha1.PhaseTriggerDelete)

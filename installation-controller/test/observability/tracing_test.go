@@ -2,12 +2,17 @@ package observability_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -188,4 +193,238 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	g.Eventually(func() int64 { return aw.events.Load() }).WithTimeout(timeout).WithPolling(interval).
 		Should(BeNumerically(">=", 3*(len(treeInstallations)+len(treeExecutions)+len(treeItems))))
 	g.Expect(aw.annotated()).To(BeEmpty())
+}
+
+// deletionWatch records, for every installation, execution and deploy item of
+// a namespace, the trace in its trace-context annotation on the first version
+// the API server showed with a deletion timestamp: the trace its deletion
+// reconciles continue, whichever controller runs them.
+type deletionWatch struct {
+	mu     sync.Mutex
+	traces map[string]string // "<Kind>/<name>" → trace ID ("" without annotation)
+}
+
+func watchDeletions(t *testing.T, ns string) *deletionWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw := &deletionWatch{traces: map[string]string{}}
+	for _, list := range []client.ObjectList{&lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
+		w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		go func() {
+			for ev := range w.ResultChan() {
+				obj, ok := ev.Object.(client.Object)
+				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark || obj.GetDeletionTimestamp() == nil {
+					continue
+				}
+				var kind string
+				switch obj.(type) {
+				case *lsv1alpha1.Installation:
+					kind = "Installation"
+				case *lsv1alpha1.Execution:
+					kind = "Execution"
+				case *lsv1alpha1.DeployItem:
+					kind = "DeployItem"
+				}
+				key := kind + "/" + obj.GetName()
+				dw.mu.Lock()
+				if _, seen := dw.traces[key]; !seen {
+					dw.traces[key] = traceOf(obj)
+				}
+				dw.mu.Unlock()
+			}
+		}()
+	}
+	return dw
+}
+
+// deleted returns what the watch recorded so far.
+func (dw *deletionWatch) deleted() map[string]string {
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	return maps.Clone(dw.traces)
+}
+
+// isDeletionSpan reports whether s is a reconcile span of namespace ns that
+// ended in a phase of the deletion flow (installations, executions, and the
+// deployer's reconciles of a deploy item being deleted), or of the given job.
+func isDeletionSpan(s sdktrace.ReadOnlySpan, ns, job string) bool {
+	if !strings.HasSuffix(s.Name(), ".Reconcile") || tracingtest.Attr(s, string(tracing.AttrNamespace)) != ns {
+		return false
+	}
+	switch lsv1alpha1.Phase(tracingtest.Attr(s, string(tracing.AttrPhase))) {
+	case lsv1alpha1.PhaseInitDelete, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting, lsv1alpha1.PhaseDeleteFailed:
+		return true
+	}
+	return job != "" && tracingtest.Attr(s, string(tracing.AttrJobID)) == job
+}
+
+// jobRoot waits for the one root span of a job of the root installation
+// "root" in ns other than the excluded one, and returns it.
+func jobRoot(t *testing.T, rec *tracetest.SpanRecorder, ns, exclude string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var root sdktrace.ReadOnlySpan
+	NewWithT(t).Eventually(func(g Gomega) {
+		var roots []sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == "root" &&
+				!s.Parent().IsValid() && tracingtest.Attr(s, string(tracing.AttrJobID)) != exclude {
+				roots = append(roots, s)
+			}
+		}
+		g.Expect(roots).To(HaveLen(1), "one reconcile started the job and is the trace's root")
+		root = roots[0]
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return root
+}
+
+// expectDeletionsIn checks, once every object of want was deleted, that each
+// was deleted carrying trace traceID (the controller that deleted it handed
+// the job's trace over first), that every deletion reconcile of ns (and every
+// span of job) is in that trace, that the trace holds a reconcile of each
+// object of want, and that the trace is one tree.
+func expectDeletionsIn(t *testing.T, rec *tracetest.SpanRecorder, dw *deletionWatch, ns, job string, traceID trace.TraceID, want []string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		deleted := dw.deleted()
+		for _, key := range want {
+			g.Expect(deleted).To(HaveKeyWithValue(key, traceID.String()), "%s was deleted carrying the deletion's trace", key)
+		}
+		reconciled := map[string]bool{}
+		var elsewhere []string
+		for _, s := range rec.Ended() {
+			if !isDeletionSpan(s, ns, job) {
+				continue
+			}
+			key := tracingtest.Attr(s, string(tracing.AttrKind)) + "/" + tracingtest.Attr(s, string(tracing.AttrName))
+			if s.SpanContext().TraceID() != traceID {
+				elsewhere = append(elsewhere, fmt.Sprintf("%s %s (phase %s, job %s) in trace %s", s.Name(), key,
+					tracingtest.Attr(s, string(tracing.AttrPhase)), tracingtest.Attr(s, string(tracing.AttrJobID)), s.SpanContext().TraceID()))
+				continue
+			}
+			reconciled[key] = true
+		}
+		g.Expect(elsewhere).To(BeEmpty(), "deletion reconciles outside the deletion's trace")
+		for _, key := range want {
+			g.Expect(reconciled).To(HaveKey(key), "a deletion reconcile of %s", key)
+		}
+		deletes := 0
+		for _, s := range tracingtest.Trace(rec, traceID) {
+			if s.Name() == "DeployItem.Delete" {
+				deletes++
+			}
+		}
+		g.Expect(deletes).To(BeNumerically(">=", countPrefix(want, "DeployItem/")), "the deployer's delete spans")
+		root, err := tracingtest.Connected(tracingtest.Trace(rec, traceID))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(root.Name()).To(Equal("Installation.Reconcile"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+func countPrefix(keys []string, prefix string) int {
+	n := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Deleting a root installation is a job of its own and so a trace of its
+// own: every sub-installation, execution and deploy item is deleted in it
+// (each is handed the deletion's trace context before it is deleted), not
+// in the trace of the install job whose annotation it carried until then.
+func TestDeletionIsOneTraceOfItsOwn(t *testing.T) {
+	rec := tracingtest.Record(t)
+	ns := namespace(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	dw := watchDeletions(t, ns)
+
+	g.Expect(env.Client.Create(ctx, newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
+	installed := waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
+	installTrace := traceOf(installed)
+	g.Expect(installTrace).NotTo(BeEmpty())
+
+	g.Expect(env.Client.Delete(ctx, installed)).To(Succeed())
+	waitGone(t, ns, "root")
+
+	root := jobRoot(t, rec, ns, installed.Status.JobID)
+	deletionJob := tracingtest.Attr(root, string(tracing.AttrJobID))
+	g.Expect(deletionJob).NotTo(BeEmpty())
+	traceID := root.SpanContext().TraceID()
+	g.Expect(traceID.String()).NotTo(Equal(installTrace), "the deletion is not a continuation of the install job's trace")
+
+	var want []string
+	for _, n := range treeInstallations[1:] { // root was deleted by the test, before its job began
+		want = append(want, "Installation/"+n)
+	}
+	for _, n := range treeExecutions {
+		want = append(want, "Execution/"+n)
+	}
+	for _, n := range treeItems {
+		want = append(want, "DeployItem/"+n)
+	}
+	expectDeletionsIn(t, rec, dw, ns, deletionJob, traceID, want)
+	// The root itself was deleted (by the test) still carrying the install
+	// job's trace, which its deletion job did not continue.
+	g.Expect(dw.deleted()).To(HaveKeyWithValue("Installation/root", installTrace), "root was deleted by the test, before its deletion job")
+}
+
+// Orphans deleted by an install job (a sub-installation and an execution the
+// blueprint no longer renders, with their executions and deploy items) are
+// deleted in that job's trace, not in the trace of the job that created them.
+func TestOrphansAreDeletedInTheJobsTrace(t *testing.T) {
+	rec := tracingtest.Record(t)
+	ns := namespace(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	dw := watchDeletions(t, ns)
+
+	g.Expect(env.Client.Create(ctx, newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
+	first := waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
+	firstTrace := traceOf(first)
+	g.Expect(firstTrace).NotTo(BeEmpty())
+
+	// The next job's blueprint drops sub-installation b and the root's own
+	// deploy item (and with it the root's execution).
+	fs := treeBlueprint("")
+	fs["blueprint.yaml"] = `subinstallations:
+- name: a
+  blueprint:
+    dir: a
+  exports:
+    data:
+    - name: endpoint
+      dataRef: a-endpoint
+`
+	delete(fs, "b/blueprint.yaml")
+	cur := first.DeepCopy()
+	cur.Spec.Blueprint.Inline.Filesystem = fs
+	cur.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationReconcile)
+	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	var second *lsv1alpha1.Installation
+	g.Eventually(func(g Gomega) {
+		second = getInst(g, ns, "root")
+		g.Expect(second.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(second.Status.JobIDFinished).To(Equal(second.Status.JobID))
+		g.Expect(second.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "lastError: %+v", second.Status.LastError)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	root := jobRoot(t, rec, ns, first.Status.JobID)
+	g.Expect(tracingtest.Attr(root, string(tracing.AttrJobID))).To(Equal(second.Status.JobID))
+	traceID := root.SpanContext().TraceID()
+	g.Expect(traceID.String()).To(Equal(traceOf(second)))
+	g.Expect(traceID.String()).NotTo(Equal(firstTrace))
+
+	expectDeletionsIn(t, rec, dw, ns, second.Status.JobID, traceID,
+		[]string{"Installation/root-b", "Execution/root", "Execution/root-b", "DeployItem/root-own", "DeployItem/root-b-client"})
+	g.Expect(dw.deleted()).To(HaveLen(5), "nothing else was deleted: %v", dw.deleted())
 }
