@@ -51,6 +51,24 @@ func Inject(ctx context.Context, annotations map[string]string) map[string]strin
 	return out
 }
 
+// AddToPatch returns set, the annotation changes of a metadata patch (a nil
+// value removes one), plus the span context of ctx under
+// TraceContextAnnotation when Inject would change annotations (the object's
+// current ones); set itself otherwise. It never mutates set. A write the
+// caller makes anyway (or makes only when set is not empty) then hands the
+// object on to ctx's trace, and writes nothing for tracing's sake while
+// tracing is off.
+func AddToPatch(ctx context.Context, annotations map[string]string, set map[string]*string) map[string]*string {
+	value, ok := Inject(ctx, annotations)[TraceContextAnnotation]
+	if !ok || value == annotations[TraceContextAnnotation] {
+		return set
+	}
+	out := make(map[string]*string, len(set)+1)
+	maps.Copy(out, set)
+	out[TraceContextAnnotation] = &value
+	return out
+}
+
 // Extract returns ctx with the remote span context stored in annotations, so
 // that spans started from it join the writer's trace. It returns ctx unchanged
 // when the annotation is missing or malformed. Call it before starting the

@@ -161,3 +161,32 @@ func TestExtractIgnoresBadAnnotations(t *testing.T) {
 		}
 	}
 }
+
+func TestAddToPatch(t *testing.T) {
+	v := "x"
+	set := map[string]*string{"keep": &v, "remove": nil}
+
+	Install(nil)
+	if got := AddToPatch(remoteContext(t, ""), nil, set); !reflect.DeepEqual(got, set) {
+		t.Fatalf("tracing off: want set unchanged, got %v", got)
+	}
+
+	installRecorder(t)
+	ctx := remoteContext(t, "")
+	got := AddToPatch(ctx, map[string]string{"other": "y"}, set)
+	want := Inject(ctx, nil)[TraceContextAnnotation]
+	if len(got) != 3 || *got["keep"] != "x" || got["remove"] != nil || got[TraceContextAnnotation] == nil || *got[TraceContextAnnotation] != want {
+		t.Fatalf("want set plus the trace context %q, got %v", want, got)
+	}
+	if len(set) != 2 {
+		t.Fatalf("set was modified: %v", set)
+	}
+	// The object carries this trace context already: nothing to add.
+	if got := AddToPatch(ctx, map[string]string{TraceContextAnnotation: want}, set); !reflect.DeepEqual(got, set) {
+		t.Fatalf("same value: want set unchanged, got %v", got)
+	}
+	// No span context in ctx: nothing to add.
+	if got := AddToPatch(context.Background(), nil, nil); got != nil {
+		t.Fatalf("no span: want nil, got %v", got)
+	}
+}

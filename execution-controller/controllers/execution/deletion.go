@@ -111,7 +111,7 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 			// of the job that handed it its last job: the span context goes
 			// in before the deletion, with delete-without-uninstall in one
 			// write (only while tracing is on).
-			set = withTraceContext(ctx, di, set)
+			set = tracing.AddToPatch(ctx, di.GetAnnotations(), set)
 		}
 		if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -239,7 +239,7 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 				set[lsv1alpha1.OperationAnnotation] = ptr.To(string(lsv1alpha1.OperationReconcile))
 				// The deployer's retry belongs to this deletion job and
 				// its trace (only while tracing is on).
-				set = withTraceContext(ctx, di, set)
+				set = tracing.AddToPatch(ctx, di.GetAnnotations(), set)
 			}
 			if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -2,7 +2,6 @@ package execution
 
 import (
 	"context"
-	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -73,25 +72,6 @@ func (r *Reconciler) writeOwnTraceContext(ctx context.Context, s *scope) error {
 		map[string]*string{tracing.TraceContextAnnotation: &value})
 	s.exec.Status = *status
 	return err
-}
-
-// withTraceContext returns set plus the span context of ctx for obj's
-// trace-context annotation, while tracing is on and unless the annotation
-// holds that value already; set itself otherwise (never modified). Used for
-// the writes that precede a deploy item's deletion, so the deployer deletes
-// it in the trace of the job that deletes it.
-func withTraceContext(ctx context.Context, obj client.Object, set map[string]*string) map[string]*string {
-	if !tracing.Enabled() {
-		return set
-	}
-	value, ok := tracing.Inject(ctx, obj.GetAnnotations())[tracing.TraceContextAnnotation]
-	if !ok || value == obj.GetAnnotations()[tracing.TraceContextAnnotation] {
-		return set
-	}
-	out := make(map[string]*string, len(set)+1)
-	maps.Copy(out, set)
-	out[tracing.TraceContextAnnotation] = &value
-	return out
 }
 
 // startPhase starts the step span "Execution.<phase>" of the reconcile span,

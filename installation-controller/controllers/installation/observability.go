@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -106,23 +105,6 @@ func handOverTraceContext(ctx context.Context, c client.Client, obj client.Objec
 	return patchAnnotations(ctx, c, obj, map[string]*string{tracing.TraceContextAnnotation: &value})
 }
 
-// withTraceContext returns set plus the span context of ctx for obj's
-// trace-context annotation, while tracing is on and unless the annotation
-// holds that value already; set itself otherwise (never modified).
-func withTraceContext(ctx context.Context, obj client.Object, set map[string]*string) map[string]*string {
-	if !tracing.Enabled() {
-		return set
-	}
-	value, ok := tracing.Inject(ctx, obj.GetAnnotations())[tracing.TraceContextAnnotation]
-	if !ok || value == obj.GetAnnotations()[tracing.TraceContextAnnotation] {
-		return set
-	}
-	out := make(map[string]*string, len(set)+1)
-	maps.Copy(out, set)
-	out[tracing.TraceContextAnnotation] = &value
-	return out
-}
-
 // prepareDeletion writes, before this controller deletes obj as part of the
 // running job (a deletion job, or an orphan's cleanup in an install job),
 // the annotations set and, while tracing is on, the job's span context, in
@@ -131,7 +113,7 @@ func withTraceContext(ctx context.Context, obj client.Object, set map[string]*st
 // continue this job's trace, not the one of the job that created obj. gone
 // reports that obj does not exist any more: nothing is left to delete.
 func prepareDeletion(ctx context.Context, c client.Client, obj client.Object, set map[string]*string) (gone bool, err error) {
-	err = patchAnnotations(ctx, c, obj, withTraceContext(ctx, obj, set))
+	err = patchAnnotations(ctx, c, obj, tracing.AddToPatch(ctx, obj.GetAnnotations(), set))
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
