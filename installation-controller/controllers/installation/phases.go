@@ -605,7 +605,12 @@ func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installa
 	if ref := inst.Status.ExecutionReference; ref != nil {
 		exec := &lsv1alpha1.Execution{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec); err != nil {
-			return nil, fmt.Errorf("reading execution: %w", err)
+			if apierrors.IsNotFound(err) {
+				// Gone in Completing: an error to retry, not the wait for
+				// exports not cached yet that NotFound means to the caller.
+				return nil, fmt.Errorf("execution %s not found", ref.Name)
+			}
+			return nil, fmt.Errorf("reading execution %s: %w", ref.Name, err)
 		}
 		if er := exec.Status.ExportReference; er != nil {
 			ns := er.Namespace
