@@ -19,6 +19,7 @@ import (
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/mock"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
@@ -114,9 +115,8 @@ func TestSucceededWithProviderStatusAndExport(t *testing.T) {
 	g.Expect(sec.OwnerReferences).To(ContainElement(HaveField("UID", got.UID)))
 
 	// Outcomes are recorded as Events (a job start is not).
-	g.Eventually(func() []string {
-		var evs eventsList
-		return evs.reasons(g, ns, "ok")
+	g.Eventually(func(g Gomega) []string {
+		return observabilitytest.EventReasons(g, env.Client, ns, "ok")
 	}, timeout, interval).Should(ContainElement(lib.ReasonSucceeded))
 
 	// A finished item stays finished: no further writes.
@@ -312,18 +312,4 @@ func TestOtherTypesUntouched(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
 	created := get(g, di)()
 	g.Consistently(func() string { return get(g, di)().ResourceVersion }, time.Second, 100*time.Millisecond).Should(Equal(created.ResourceVersion))
-}
-
-type eventsList struct{}
-
-func (eventsList) reasons(g *WithT, ns, name string) []string {
-	var list corev1.EventList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name {
-			out = append(out, e.Reason)
-		}
-	}
-	return out
 }
