@@ -659,9 +659,9 @@ func (r *Reconciler) removeFinalizer(s *scope, why string) {
 }
 
 // patch writes metadata (annotations, finalizers; spec.targetName once bound)
-// and then status, each only
-// if changed, each preconditioned on the resourceVersion, and emits an Event
-// when the Bound condition changed its reason. A metadata write also carries
+// and then status, each only if changed, each preconditioned on the
+// resourceVersion, and emits an Event when the Bound condition changed its
+// reason. A metadata write also carries
 // the claim's trace context if the claim has none yet (never a write of its
 // own). When the claim turns Bound it observes the bind latency, once: the
 // status write succeeds only from the state the reconcile read, which was not

@@ -23,9 +23,10 @@ const (
 	KeyAnnotation = "installation.terrace.dev/key"
 	// StartedJobAnnotation records, on a root installation, the job that a
 	// reconcile annotation started. It is written in the same metadata patch
-	// that consumes the reconcile annotation, before the job's sub-objects
-	// are created or handed it, so a start whose status write never happened
-	// (a crash, a conflict) is resumed by the next reconcile instead of lost.
+	// that consumes the reconcile annotation, right before the status write
+	// that records the job's start, so a start whose status write never
+	// happened (a crash, a conflict) is resumed by the next reconcile instead
+	// of lost.
 	StartedJobAnnotation = "installation.terrace.dev/started-job"
 )
 

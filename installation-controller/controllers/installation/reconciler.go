@@ -262,17 +262,20 @@ type scope struct {
 	// nothing more is written by this reconcile.
 	beforeStatus func(context.Context) error
 	// replaced collects the resourceVersions of the installation that this
-	// reconcile's writes replaced (wrote), oldest first.
+	// reconcile's writes replaced (writeInst), oldest first.
 	replaced []string
 }
 
-// wrote records that a write of the installation, which started from
-// resourceVersion before and updated s.inst from its response, replaced
-// before (a write that changed nothing keeps the version: nothing replaced).
-func (s *scope) wrote(before string) {
+// writeInst runs write, a write of the installation that updates s.inst from
+// its response, and records the resourceVersion it replaced (a write that
+// changed nothing keeps the version: nothing replaced).
+func (s *scope) writeInst(write func() error) error {
+	before := s.inst.ResourceVersion
+	err := write()
 	if s.inst.ResourceVersion != before {
 		s.replaced = append(s.replaced, before)
 	}
+	return err
 }
 
 // onWritten queues f until the status of this reconcile is stored.
@@ -385,9 +388,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		if s.lock {
 			opts = append(opts, client.MergeFromWithOptimisticLock{})
 		}
-		rv := s.inst.ResourceVersion
-		err := r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager))
-		s.wrote(rv)
+		err := s.writeInst(func() error {
+			return r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager))
+		})
 		if err != nil {
 			return fmt.Errorf("writing installation status: %w", err)
 		}
@@ -435,10 +438,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		// patch right before the new job's first status write (startJob).
 		return ctrl.Result{}, false, nil
 	}
-	rv := s.inst.ResourceVersion
-	err := patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer})
-	s.wrote(rv)
-	if err != nil {
+	if err := s.writeInst(func() error {
+		return patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer})
+	}); err != nil {
 		return ctrl.Result{}, true, err
 	}
 	return ctrl.Result{}, false, nil
@@ -466,10 +468,9 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, true, err
 		}
 	}
-	rv := s.inst.ResourceVersion
-	err = patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
-	s.wrote(rv)
-	if err != nil {
+	if err := s.writeInst(func() error {
+		return patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+	}); err != nil {
 		return ctrl.Result{}, true, err
 	}
 	r.Recorder.Eventf(s.inst, nil, "Normal", ReasonInterrupted, "Interrupt", "interrupt handed to %d sub-installation(s) and %d execution(s)", len(subs), btoi(exec != nil))
@@ -493,10 +494,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		// reconcile of the job continues it from the annotation. Written
 		// before anything else of the job, so no reconcile of the job can
 		// miss it; a conflict means the cache was stale.
-		rv := inst.ResourceVersion
-		err := r.writeOwnTraceContext(ctx, inst)
-		s.wrote(rv)
-		if err != nil {
+		if err := s.writeInst(func() error { return r.writeOwnTraceContext(ctx, inst) }); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
 				return ctrl.Result{RequeueAfter: time.Second}, true, nil
@@ -505,10 +503,9 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		}
 	}
 	if d.RemoveOperation && d.Action != jobs.StartNewJob {
-		rv := inst.ResourceVersion
-		err := patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
-		s.wrote(rv)
-		if err != nil {
+		if err := s.writeInst(func() error {
+			return patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+		}); err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}
@@ -565,10 +562,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 			// reconcile repeated before it derives the same job.
 			job := inst.Status.JobID
 			s.beforeStatus = func(ctx context.Context) error {
-				rv := s.inst.ResourceVersion
-				err := r.consumeAnnotation(ctx, s.inst, job)
-				s.wrote(rv)
-				return err
+				return s.writeInst(func() error { return r.consumeAnnotation(ctx, s.inst, job) })
 			}
 		}
 		return ctrl.Result{}, false, nil
@@ -585,10 +579,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		return ctrl.Result{}, true, err
 	}
 	if d.RemoveOperation {
-		rv := inst.ResourceVersion
-		err := r.consumeAnnotation(ctx, inst, "")
-		s.wrote(rv)
-		if err != nil {
+		if err := s.writeInst(func() error { return r.consumeAnnotation(ctx, inst, "") }); err != nil {
 			return ctrl.Result{}, true, err
 		}
 	}
