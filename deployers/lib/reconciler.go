@@ -656,7 +656,7 @@ func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
 		// root): the later reconciles continue it from the annotation, written
 		// with the metadata patch that follows the status write. Only while
 		// tracing is on.
-		if v, ok := tracing.Inject(ctx, di.Annotations)[tracing.TraceContextAnnotation]; ok && v != di.Annotations[tracing.TraceContextAnnotation] {
+		if v, ok := tracing.ContextToWrite(ctx, di.Annotations); ok {
 			s.setAnnotations = map[string]string{tracing.TraceContextAnnotation: v}
 		}
 		trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(di.Status.JobID))

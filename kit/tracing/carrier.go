@@ -51,6 +51,18 @@ func Inject(ctx context.Context, annotations map[string]string) map[string]strin
 	return out
 }
 
+// ContextToWrite returns the TraceContextAnnotation value that hands ctx's
+// trace on to an object carrying annotations, and whether it has to be
+// written: false while tracing is off, when ctx carries no span context, or
+// when the object holds that value already.
+func ContextToWrite(ctx context.Context, annotations map[string]string) (string, bool) {
+	value, ok := Inject(ctx, annotations)[TraceContextAnnotation]
+	if !ok || value == annotations[TraceContextAnnotation] {
+		return "", false
+	}
+	return value, true
+}
+
 // AddToPatch returns set, the annotation changes of a metadata patch (a nil
 // value removes one), plus the span context of ctx under
 // TraceContextAnnotation when Inject would change annotations (the object's
@@ -59,8 +71,8 @@ func Inject(ctx context.Context, annotations map[string]string) map[string]strin
 // object on to ctx's trace, and writes nothing for tracing's sake while
 // tracing is off.
 func AddToPatch(ctx context.Context, annotations map[string]string, set map[string]*string) map[string]*string {
-	value, ok := Inject(ctx, annotations)[TraceContextAnnotation]
-	if !ok || value == annotations[TraceContextAnnotation] {
+	value, ok := ContextToWrite(ctx, annotations)
+	if !ok {
 		return set
 	}
 	out := make(map[string]*string, len(set)+1)

@@ -181,6 +181,12 @@ func TestAddToPatch(t *testing.T) {
 	if len(set) != 2 {
 		t.Fatalf("set was modified: %v", set)
 	}
+	if v, ok := ContextToWrite(ctx, nil); !ok || v != want {
+		t.Fatalf("ContextToWrite: want %q, true; got %q, %v", want, v, ok)
+	}
+	if _, ok := ContextToWrite(ctx, map[string]string{TraceContextAnnotation: want}); ok {
+		t.Fatalf("ContextToWrite: an object holding the value has nothing to write")
+	}
 	// The object carries this trace context already: nothing to add.
 	if got := AddToPatch(ctx, map[string]string{TraceContextAnnotation: want}, set); !reflect.DeepEqual(got, set) {
 		t.Fatalf("same value: want set unchanged, got %v", got)

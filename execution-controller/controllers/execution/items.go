@@ -300,12 +300,9 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		return false, nil
 	}
 	item := di.DeepCopy()
-	set := map[string]*string{}
 	// The deployer continues this job's trace: the span context goes into the
 	// same write (only while tracing is on).
-	if tc, ok := tracing.Inject(ctx, item.Annotations)[tracing.TraceContextAnnotation]; ok {
-		set[tracing.TraceContextAnnotation] = &tc
-	}
+	set := tracing.AddToPatch(ctx, item.Annotations, map[string]*string{})
 	if !stampedAtCreate || len(set) > 0 {
 		stamp := r.Now().UTC().Format(ReconcileTimeFormat)
 		set[lsv1alpha1.ReconcileTimeAnnotation] = &stamp

@@ -60,11 +60,8 @@ func traceTarget(exec *lsv1alpha1.Execution) client.Object {
 // patch guarded by the resourceVersion read, written before the job starts.
 // The execution's status is left as read.
 func (r *Reconciler) writeOwnTraceContext(ctx context.Context, s *scope) error {
-	if !tracing.Enabled() {
-		return nil
-	}
-	value, ok := tracing.Inject(ctx, s.exec.Annotations)[tracing.TraceContextAnnotation]
-	if !ok || value == s.exec.Annotations[tracing.TraceContextAnnotation] {
+	value, ok := tracing.ContextToWrite(ctx, s.exec.Annotations)
+	if !ok {
 		return nil
 	}
 	status := s.exec.Status.DeepCopy()

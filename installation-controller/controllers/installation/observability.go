@@ -74,11 +74,8 @@ func traceTarget(inst *lsv1alpha1.Installation) client.Object {
 // guarded by the resourceVersion read (a stale cache conflicts here instead
 // of starting a second job). The installation's status is left as read.
 func (r *Reconciler) writeOwnTraceContext(ctx context.Context, inst *lsv1alpha1.Installation) error {
-	if !tracing.Enabled() {
-		return nil
-	}
-	value, ok := tracing.Inject(ctx, inst.Annotations)[tracing.TraceContextAnnotation]
-	if !ok || value == inst.Annotations[tracing.TraceContextAnnotation] {
+	value, ok := tracing.ContextToWrite(ctx, inst.Annotations)
+	if !ok {
 		return nil
 	}
 	status := inst.Status.DeepCopy()
@@ -95,14 +92,7 @@ func (r *Reconciler) writeOwnTraceContext(ctx context.Context, inst *lsv1alpha1.
 // trace-context annotation before a job is handed to obj through its status
 // (a status write cannot carry metadata). Only while tracing is on.
 func handOverTraceContext(ctx context.Context, c client.Client, obj client.Object) error {
-	if !tracing.Enabled() {
-		return nil
-	}
-	value, ok := tracing.Inject(ctx, obj.GetAnnotations())[tracing.TraceContextAnnotation]
-	if !ok {
-		return nil
-	}
-	return patchAnnotations(ctx, c, obj, map[string]*string{tracing.TraceContextAnnotation: &value})
+	return patchAnnotations(ctx, c, obj, tracing.AddToPatch(ctx, obj.GetAnnotations(), nil))
 }
 
 // prepareDeletion writes, before this controller deletes obj as part of the
