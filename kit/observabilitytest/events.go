@@ -29,6 +29,20 @@ func EventReasons(g gomega.Gomega, c client.Reader, ns, name string) []string {
 	return out
 }
 
+// NamespaceEvents lists every Event in namespace ns as
+// "<kind>/<name> <type> <reason>" of the object it regards (e.g.
+// "Execution/root Warning Failed"): for a test whose objects of different
+// kinds share names, as an installation and its execution do.
+func NamespaceEvents(g gomega.Gomega, c client.Reader, ns string) []string {
+	var list eventsv1.EventList
+	g.Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(gomega.Succeed())
+	out := make([]string, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, e.Regarding.Kind+"/"+e.Regarding.Name+" "+e.Type+" "+e.Reason)
+	}
+	return out
+}
+
 func regarding(g gomega.Gomega, c client.Reader, ns, name string) []eventsv1.Event {
 	var list eventsv1.EventList
 	g.Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(gomega.Succeed())

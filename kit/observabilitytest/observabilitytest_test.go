@@ -54,20 +54,24 @@ func TestMetricHelpers(t *testing.T) {
 
 func TestEventHelpers(t *testing.T) {
 	g := NewWithT(t)
-	event := func(ns, name, regarding, typ, reason string) *eventsv1.Event {
+	event := func(ns, name, kind, regarding, typ, reason string) *eventsv1.Event {
 		return &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Regarding:  corev1.ObjectReference{Namespace: ns, Name: regarding},
+			Regarding:  corev1.ObjectReference{Kind: kind, Namespace: ns, Name: regarding},
 			Type:       typ, Reason: reason,
 		}
 	}
 	c := fake.NewClientBuilder().WithObjects(
-		event("ns", "e1", "obj", "Normal", "Bound"),
-		event("ns", "e2", "obj", "Warning", "Failed"),
-		event("ns", "e3", "other", "Normal", "Bound"),
-		event("elsewhere", "e4", "obj", "Warning", "Lost"),
+		event("ns", "e1", "Claim", "obj", "Normal", "Bound"),
+		event("ns", "e2", "Claim", "obj", "Warning", "Failed"),
+		event("ns", "e3", "Claim", "other", "Normal", "Bound"),
+		event("ns", "e5", "Target", "obj", "Normal", "Released"),
+		event("elsewhere", "e4", "Claim", "obj", "Warning", "Lost"),
 	).Build()
-	g.Expect(Events(g, c, "ns", "obj")).To(ConsistOf("Normal/Bound", "Warning/Failed"))
-	g.Expect(EventReasons(g, c, "ns", "obj")).To(ConsistOf("Bound", "Failed"))
+	g.Expect(Events(g, c, "ns", "obj")).To(ConsistOf("Normal/Bound", "Warning/Failed", "Normal/Released"))
+	g.Expect(EventReasons(g, c, "ns", "obj")).To(ConsistOf("Bound", "Failed", "Released"))
 	g.Expect(Events(g, c, "ns", "none")).To(BeEmpty())
+	g.Expect(NamespaceEvents(g, c, "ns")).To(ConsistOf(
+		"Claim/obj Normal Bound", "Claim/obj Warning Failed", "Claim/other Normal Bound", "Target/obj Normal Released"))
+	g.Expect(NamespaceEvents(g, c, "empty")).To(BeEmpty())
 }

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 
 // A successful job leaves a Succeeded event on every object it went through,
@@ -29,9 +30,9 @@ func TestEventsOfASuccessfulJob(t *testing.T) {
 	for _, n := range treeItems {
 		want = append(want, "DeployItem/"+n+" Normal Succeeded")
 	}
-	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.NamespaceEvents(g, env.Client, ns) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElements(want))
-	evs := events(g, ns)
+	evs := observabilitytest.NamespaceEvents(g, env.Client, ns)
 	for _, e := range want {
 		g.Expect(count(evs, e)).To(Equal(1), e)
 	}
@@ -46,7 +47,7 @@ func TestEventsOfAFailedJob(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(env.Client.Create(context.Background(), newRoot(ns, "root", treeBlueprint("        phase: Failed\n")))).To(Succeed())
 	waitFinished(t, ns, "root", lsv1alpha1.PhaseFailed)
-	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.NamespaceEvents(g, env.Client, ns) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElements(
 			"DeployItem/root-b-client Warning MockFailed",
 			"DeployItem/root-b-client Warning Failed",
@@ -73,9 +74,9 @@ func TestEventsOfATemplateError(t *testing.T) {
 `}
 	g.Expect(env.Client.Create(context.Background(), newRoot(ns, "broken", fs))).To(Succeed())
 	waitFinished(t, ns, "broken", lsv1alpha1.PhaseFailed)
-	g.Eventually(func(g Gomega) []string { return events(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.NamespaceEvents(g, env.Client, ns) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElements("Installation/broken Warning TemplateFailed", "Installation/broken Warning Failed"))
-	g.Expect(events(g, ns)).NotTo(ContainElement("Installation/broken Normal JobStarted"))
+	g.Expect(observabilitytest.NamespaceEvents(g, env.Client, ns)).NotTo(ContainElement("Installation/broken Normal JobStarted"))
 }
 
 func count(list []string, s string) int {

@@ -10,6 +10,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -20,11 +21,11 @@ var kinds = []string{"Installation", "Execution", "DeployItem"}
 func jobCounts(g Gomega) map[string]float64 {
 	out := map[string]float64{}
 	for _, k := range kinds {
-		out[k+" started"] = counter(g, "terrace_jobs_started_total", map[string]string{"kind": k})
-		out[k+" succeeded"] = counter(g, "terrace_jobs_finished_total", map[string]string{"kind": k, "result": "Succeeded"})
-		out[k+" durations"] = float64(histogramCount(g, "terrace_job_duration_seconds", map[string]string{"kind": k, "result": "Succeeded"}))
+		out[k+" started"] = observabilitytest.Counter(g, "terrace_jobs_started_total", map[string]string{"kind": k})
+		out[k+" succeeded"] = observabilitytest.Counter(g, "terrace_jobs_finished_total", map[string]string{"kind": k, "result": "Succeeded"})
+		out[k+" durations"] = float64(observabilitytest.HistogramCount(g, "terrace_job_duration_seconds", map[string]string{"kind": k, "result": "Succeeded"}))
 	}
-	out["pickups"] = float64(histogramCount(g, "terrace_deployitem_pickup_latency_seconds", map[string]string{"deployer": "mock-deployer"}))
+	out["pickups"] = float64(observabilitytest.HistogramCount(g, "terrace_deployitem_pickup_latency_seconds", map[string]string{"deployer": "mock-deployer"}))
 	return out
 }
 
@@ -52,19 +53,19 @@ func TestJobMetrics(t *testing.T) {
 
 	var series []any
 	for _, n := range treeInstallations {
-		series = append(series, fmt.Sprintf("Installation %s Succeeded=1", n))
+		series = append(series, fmt.Sprintf("Installation %s Succeeded", n))
 	}
 	for _, n := range treeExecutions {
-		series = append(series, fmt.Sprintf("Execution %s Succeeded=1", n))
+		series = append(series, fmt.Sprintf("Execution %s Succeeded", n))
 	}
 	for _, n := range treeItems {
-		series = append(series, fmt.Sprintf("DeployItem %s Succeeded=1", n))
+		series = append(series, fmt.Sprintf("DeployItem %s Succeeded", n))
 	}
-	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.PhaseSeries(g, ns) }).WithTimeout(timeout).WithPolling(interval).
 		Should(ConsistOf(series...))
 	// Every kind counted its transitions into Succeeded (at least this job's).
 	for _, k := range kinds {
-		g.Expect(counter(g, "terrace_phase_transitions_total", map[string]string{"kind": k, "phase": "Succeeded"})).To(BeNumerically(">=", 3), k)
+		g.Expect(observabilitytest.Counter(g, "terrace_phase_transitions_total", map[string]string{"kind": k, "phase": "Succeeded"})).To(BeNumerically(">=", 3), k)
 	}
 	// The shared metrics are registered with controller-runtime's registry.
 	n, err := testutil.GatherAndCount(ctrlmetrics.Registry, "terrace_jobs_started_total", "terrace_jobs_finished_total",
@@ -76,7 +77,7 @@ func TestJobMetrics(t *testing.T) {
 	// once everything is gone, no per-object series of it is left.
 	g.Expect(env.Client.Delete(ctx, root)).To(Succeed())
 	waitGone(t, ns, "root")
-	g.Eventually(func(g Gomega) []string { return phaseSeries(g, ns) }).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
-	g.Expect(counter(g, "terrace_jobs_finished_total", map[string]string{"kind": "Installation", "result": "Deleted"})).To(BeNumerically(">=", 3))
-	g.Expect(counter(g, "terrace_jobs_finished_total", map[string]string{"kind": "Execution", "result": "Deleted"})).To(BeNumerically(">=", 3))
+	g.Eventually(func(g Gomega) []string { return observabilitytest.PhaseSeries(g, ns) }).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
+	g.Expect(observabilitytest.Counter(g, "terrace_jobs_finished_total", map[string]string{"kind": "Installation", "result": "Deleted"})).To(BeNumerically(">=", 3))
+	g.Expect(observabilitytest.Counter(g, "terrace_jobs_finished_total", map[string]string{"kind": "Execution", "result": "Deleted"})).To(BeNumerically(">=", 3))
 }

@@ -14,24 +14,20 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -250,122 +246,12 @@ func waitGone(t *testing.T, ns, name string) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
 
-// annotationWatch records every version of the installations, executions and
-// deploy items of a namespace that carries the trace-context annotation.
-type annotationWatch struct {
-	mu     sync.Mutex
-	seen   []string
-	events atomic.Int64
-}
-
-func watchAnnotations(t *testing.T, ns string) *annotationWatch {
+// watchClient is a client of the test's API server that can watch.
+func watchClient(t *testing.T) client.WithWatch {
 	t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	aw := &annotationWatch{}
-	for _, list := range []client.ObjectList{&lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
-		w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
-					continue
-				}
-				obj, ok := ev.Object.(client.Object)
-				if !ok {
-					continue
-				}
-				aw.events.Add(1)
-				if v, ok := obj.GetAnnotations()[tracing.TraceContextAnnotation]; ok {
-					aw.mu.Lock()
-					aw.seen = append(aw.seen, fmt.Sprintf("%T %s: %s", obj, obj.GetName(), v))
-					aw.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return aw
-}
-
-func (aw *annotationWatch) annotated() []string {
-	aw.mu.Lock()
-	defer aw.mu.Unlock()
-	return append([]string(nil), aw.seen...)
-}
-
-// events returns "<kind>/<name> <type> <reason>" for every event in ns.
-func events(g Gomega, ns string) []string {
-	list := &corev1.EventList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-	out := make([]string, 0, len(list.Items))
-	for _, e := range list.Items {
-		out = append(out, fmt.Sprintf("%s/%s %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason))
-	}
-	return out
-}
-
-// gather returns the metric families of controller-runtime's registry (where
-// kit/metrics and the deployer library register) by name.
-func gather(g Gomega) map[string]*dto.MetricFamily {
-	mfs, err := ctrlmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-func hasLabels(m *dto.Metric, labels map[string]string) bool {
-	n := 0
-	for _, lp := range m.GetLabel() {
-		if v, ok := labels[lp.GetName()]; ok {
-			if v != lp.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(labels)
-}
-
-// counter is the value of a counter series (0 when absent).
-func counter(g Gomega, name string, labels map[string]string) float64 {
-	for _, m := range gather(g)[name].GetMetric() {
-		if hasLabels(m, labels) {
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-// histogramCount is the sample count of a histogram series (0 when absent).
-func histogramCount(g Gomega, name string, labels map[string]string) uint64 {
-	for _, m := range gather(g)[name].GetMetric() {
-		if hasLabels(m, labels) {
-			return m.GetHistogram().GetSampleCount()
-		}
-	}
-	return 0
-}
-
-// phaseSeries lists the terrace_object_phase series of namespace ns as
-// "<kind> <name> <phase>=<value>".
-func phaseSeries(g Gomega, ns string) []string {
-	var out []string
-	for _, m := range gather(g)["terrace_object_phase"].GetMetric() {
-		l := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			l[lp.GetName()] = lp.GetValue()
-		}
-		if l["namespace"] == ns {
-			out = append(out, fmt.Sprintf("%s %s %s=%v", l["kind"], l["name"], l["phase"], m.GetGauge().GetValue()))
-		}
-	}
-	return out
+	return wc
 }

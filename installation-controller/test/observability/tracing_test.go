@@ -168,7 +168,7 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	ns := namespace(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	aw := watchAnnotations(t, ns)
+	aw := tracingtest.WatchAnnotations(t, watchClient(t), ns, &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{})
 
 	g.Expect(env.Client.Create(ctx, newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
 	first := waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
@@ -190,9 +190,9 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	waitGone(t, ns, "root")
 	// The watch saw the objects come, change and go (every item's deletion
 	// included), and never with the annotation.
-	g.Eventually(func() int64 { return aw.events.Load() }).WithTimeout(timeout).WithPolling(interval).
+	g.Eventually(aw.Seen).WithTimeout(timeout).WithPolling(interval).
 		Should(BeNumerically(">=", 3*(len(treeInstallations)+len(treeExecutions)+len(treeItems))))
-	g.Expect(aw.annotated()).To(BeEmpty())
+	g.Expect(aw.Annotated()).To(BeEmpty())
 }
 
 // deletionWatch records, for every installation, execution and deploy item of
