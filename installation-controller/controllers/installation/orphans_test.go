@@ -20,21 +20,7 @@ func TestOrphanedSubInstallationsAreDeleted(t *testing.T) {
 	names := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one","two"]`))}
 	create(g, names)
 	fs := map[string]string{
-		"blueprint.yaml": `imports:
-- name: names
-  type: data
-  schema: {type: array, items: {type: string}}
-subinstallationExecutions:
-- name: subs
-  type: GoTemplate
-  template: |
-    subinstallations:
-    {{- range .imports.names }}
-    - name: {{ . }}
-      blueprint:
-        dir: sub
-    {{- end }}
-`,
+		"blueprint.yaml":     subPerNameBlueprint,
 		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
 	}
 	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
@@ -142,21 +128,7 @@ func TestOrphansDeleteFailedFailParent(t *testing.T) {
 	names := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one","two"]`))}
 	create(g, names)
 	fs := map[string]string{
-		"blueprint.yaml": `imports:
-- name: names
-  type: data
-  schema: {type: array, items: {type: string}}
-subinstallationExecutions:
-- name: subs
-  type: GoTemplate
-  template: |
-    subinstallations:
-    {{- range .imports.names }}
-    - name: {{ . }}
-      blueprint:
-        dir: sub
-    {{- end }}
-`,
+		"blueprint.yaml": subPerNameBlueprint,
 		"sub/blueprint.yaml": `deployExecutions:
 - name: default
   type: GoTemplate
@@ -220,3 +192,21 @@ subinstallationExecutions:
 		g.Expect(gone(getInst(ns, n))()).To(BeTrue(), n)
 	}
 }
+
+// subPerNameBlueprint has one sub-installation (blueprint directory sub) per
+// entry of the data import names: changing the import orphans the others.
+const subPerNameBlueprint = `imports:
+- name: names
+  type: data
+  schema: {type: array, items: {type: string}}
+subinstallationExecutions:
+- name: subs
+  type: GoTemplate
+  template: |
+    subinstallations:
+    {{- range .imports.names }}
+    - name: {{ . }}
+      blueprint:
+        dir: sub
+    {{- end }}
+`
