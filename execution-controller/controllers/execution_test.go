@@ -476,9 +476,12 @@ func TestDeleteFailedThenDeleteWithoutUninstall(t *testing.T) {
 	startManager(t, ns, testOptions())
 	g := NewWithT(t)
 
-	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{})
+	// base waits for broken (which depends on it) to be deleted: a deletion
+	// that fails for good must fail the execution's deletion, not leave base
+	// waiting for ever.
+	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{}, "base")
 	broken.Target = &lsv1alpha1.ObjectReference{Name: "missing"}
-	exec := newExecution(ns, "undeletable", broken)
+	exec := newExecution(ns, "undeletable", mockItem("base", mockv1alpha1.ProviderConfiguration{}), broken)
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
 

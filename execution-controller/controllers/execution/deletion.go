@@ -97,7 +97,10 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 			running = true
 		case deleteNotStarted:
 			if !deletable[n] {
-				running = true // waits for its dependents
+				// Waits for its dependents. That is no progress of its own:
+				// when nothing else runs, the dependents it waits for have
+				// failed, and so has the deletion (else it would wait on a
+				// failed item for ever).
 				continue
 			}
 		}
