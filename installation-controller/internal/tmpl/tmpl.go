@@ -61,9 +61,18 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// hostFuncs are sprig's functions that read the controller's own
+// environment; templates do not get them.
+var hostFuncs = []string{"env", "expandenv"}
+
 // Funcs returns the functions templates can call.
 func Funcs() template.FuncMap {
 	f := sprig.TxtFuncMap()
+	// Whoever may create an Installation must not read the controller's
+	// environment (credentials of its exporters, its configuration).
+	for _, name := range hostFuncs {
+		delete(f, name)
+	}
 	f["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		if err != nil {
