@@ -9,8 +9,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -509,9 +512,7 @@ func TestOwnedExecutionDeletionUsesHandedJob(t *testing.T) {
 	startManager(t, ns, testOptions())
 	g := NewWithT(t)
 
-	exec := newExecution(ns, "owned-del", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
-	exec.Annotations = nil
-	exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: "root"}
+	exec := ownedExecution(g, ns, "owned-del", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	handJob := func(job string) {
 		g.Eventually(func(g Gomega) {
@@ -538,5 +539,55 @@ func TestOwnedExecutionDeletionUsesHandedJob(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 		g.Expect(err).To(HaveOccurred(), "execution still there")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// ownedExecution is an execution named name controlled by an installation
+// of the same name, which the test creates (no installation controller runs
+// here: the installation only exists).
+func ownedExecution(g Gomega, ns, name string, items ...lsv1alpha1.DeployItemTemplate) *lsv1alpha1.Execution {
+	owner := &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{Inline: &lsv1alpha1.InlineBlueprint{
+			Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: "deployExecutions: []\n"},
+		}}},
+	}
+	g.Expect(env.Client.Create(ctx, owner)).To(Succeed())
+	exec := newExecution(ns, name, items...)
+	exec.Annotations = nil
+	exec.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: name}
+	g.Expect(controllerutil.SetControllerReference(owner, exec, env.Client.Scheme())).To(Succeed())
+	return exec
+}
+
+// An owned execution whose installation is gone without running its
+// deletion job (its finalizer removed by hand) is deleted by the garbage
+// collector; nothing will hand it a deletion job, so it runs its own and
+// deletes its items, instead of keeping its finalizer for ever.
+func TestOwnedExecutionWhoseOwnerIsGoneDeletesItself(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := ownedExecution(g, ns, "orphaned", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+		cur.Status.JobID = "install-1"
+		g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+
+	// The owner goes (it carries no finalizer here), then the garbage
+	// collector deletes the execution (envtest runs none: the test does).
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Installation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphaned"}})).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "execution still there: %v", err)
+		items := &lsv1alpha1.DeployItemList{}
+		g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
+		g.Expect(items.Items).To(BeEmpty())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }

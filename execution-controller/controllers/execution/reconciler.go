@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -39,6 +40,7 @@ const ControllerName = "execution"
 
 // Least privilege for this reconciler (collected into the binary's ClusterRole by make generate-rbac).
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations,verbs=get
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/status,verbs=patch
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems,verbs=get;list;watch;create;patch;delete
@@ -127,6 +129,10 @@ type scope struct {
 	afterStatus []func(context.Context) error
 	// done stops the phase list.
 	done bool
+	// root: the execution runs jobs of its own and is status.jobID's writer
+	// (no installation owns it, or it is being deleted and its owner will
+	// never hand it a deletion job; see ownerGone).
+	root bool
 }
 
 type phaseFunc func(context.Context, *scope) (ctrl.Result, error)
@@ -150,8 +156,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// (the annotation is absent when tracing is off), or start a new one when
 	// this reconcile starts a root execution's own job.
 	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traceTarget(exec), exec.Status.JobID)
-	s := &scope{exec: exec, before: *exec.Status.DeepCopy()}
+	s := &scope{exec: exec, before: *exec.Status.DeepCopy(), root: isRoot(exec)}
 	defer func() { tracing.EndReconcile(span, string(s.exec.Status.Phase), retErr) }()
+	if !s.root && exec.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(exec, lsv1alpha1.Finalizer) {
+		gone, err := r.ownerGone(ctx, exec)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		s.root = gone
+	}
 	log := logf.FromContext(ctx).WithValues("jobID", exec.Status.JobID, "phase", exec.Status.Phase)
 	ctx = logf.IntoContext(ctx, log)
 
@@ -214,7 +227,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	now, before := s.exec.Status, s.before
-	if !isRoot(s.exec) {
+	if !s.root {
 		now.JobID, before.JobID = "", ""
 	}
 	if !equality.Semantic.DeepEqual(now, before) {

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -210,3 +211,53 @@ subinstallationExecutions:
         dir: sub
     {{- end }}
 `
+
+// A root deleted without running its deletion job (its finalizer removed by
+// hand, or deleted before its first job added it) leaves children that no
+// parent will ever hand a deletion job. The garbage collector deletes them
+// (envtest has none, so the test does); each then deletes itself as a root
+// would - sub-installations, their executions and the deploy items - and no
+// finalizer is left behind.
+func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one"]`))})
+	fs := map[string]string{
+		// Sub-installation "one" with an execution of its own, and the
+		// root's own execution.
+		"blueprint.yaml":     subPerNameBlueprint + simpleBlueprint("")["blueprint.yaml"],
+		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
+	}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+
+	root, err := getInst(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Patch(ctx, root, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, root)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "root"))).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	// What the garbage collector does with the root's dependents.
+	for _, child := range []client.Object{&lsv1alpha1.Installation{}, &lsv1alpha1.Execution{}} {
+		g.Expect(env.Client.DeleteAllOf(ctx, child, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.EncompassedByLabel: "root"})).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) []string {
+		var left []string
+		insts, execs, items := &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}
+		for _, l := range []client.ObjectList{insts, execs, items} {
+			g.Expect(env.Client.List(ctx, l, client.InNamespace(ns))).To(Succeed())
+		}
+		for _, o := range insts.Items {
+			left = append(left, "Installation/"+o.Name+" "+string(o.Status.Phase))
+		}
+		for _, o := range execs.Items {
+			left = append(left, "Execution/"+o.Name+" "+string(o.Status.Phase))
+		}
+		for _, o := range items.Items {
+			left = append(left, "DeployItem/"+o.Name+" "+string(o.Status.Phase))
+		}
+		return left
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
+}

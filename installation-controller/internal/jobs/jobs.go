@@ -14,6 +14,11 @@ type State struct {
 	Root bool
 	// Deleting is true when the installation has a deletion timestamp.
 	Deleting bool
+	// ParentGone is true for a deleted sub-installation whose parent will
+	// never hand it a deletion job (the parent is gone, or is being deleted
+	// without its finalizer): it deletes itself as a root does, or its own
+	// finalizer would never go.
+	ParentGone bool
 	// Operation is the value of the operation annotation ("" if none).
 	Operation lsv1alpha1.Operation
 	Phase     lsv1alpha1.Phase
@@ -72,7 +77,7 @@ func unstarted(p lsv1alpha1.Phase) bool { return p == "" || p.IsFinal() }
 // Decide applies seed 002's start rules.
 func Decide(s State) Decision {
 	reconcile := s.Operation == lsv1alpha1.OperationReconcile
-	if !s.Root {
+	if !s.Root && !(s.Deleting && s.ParentGone) {
 		d := Decision{}
 		if reconcile {
 			// Only root installations can be triggered by annotation.
