@@ -77,7 +77,10 @@ func unstarted(p lsv1alpha1.Phase) bool { return p == "" || p.IsFinal() }
 // Decide applies seed 002's start rules.
 func Decide(s State) Decision {
 	reconcile := s.Operation == lsv1alpha1.OperationReconcile
-	if !s.Root && !(s.Deleting && s.ParentGone) {
+	// A deleted sub-installation whose parent is gone deletes itself as a
+	// root does.
+	ownDeletion := s.Deleting && s.ParentGone
+	if !s.Root && !ownDeletion {
 		d := Decision{}
 		if reconcile {
 			// Only root installations can be triggered by annotation.
