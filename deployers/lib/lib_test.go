@@ -67,6 +67,10 @@ type behaviour struct {
 	badStatus bool
 	// onReconcile, when set, runs at the start of Reconcile.
 	onReconcile func(req *lib.Request)
+	// deleteFail makes Delete return this error; deletePending makes it
+	// report unfinished work.
+	deleteFail    error
+	deletePending bool
 }
 
 type recorder struct {
@@ -156,6 +160,14 @@ func (r *recorder) call(op string, req *lib.Request) (lib.Result, error) {
 		if b.badStatus {
 			// The schema requires a name (minLength 1).
 			req.Item.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: ""}
+		}
+	}
+	if op == "Delete" {
+		if b.deleteFail != nil {
+			return lib.Result{}, b.deleteFail
+		}
+		if b.deletePending {
+			return lib.PendingFor(0, "objects still terminating"), nil
 		}
 	}
 	return lib.Done(), nil
@@ -429,6 +441,47 @@ func TestTargetProblems(t *testing.T) {
 	}
 	// A missing Context named "default" counts as empty.
 	g.Eventually(get(g, defaultContext), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
+}
+
+// A deletion's deadline counts from the deletion's start, not from the last
+// install job: an item whose last job is long past retries a transient
+// deletion error, and fails (ERR_TIMEOUT) only once the deletion itself has
+// run out of time - also when the deletion just stays pending.
+func TestDeletionHasADeadlineOfItsOwn(t *testing.T) {
+	for name, b := range map[string]*behaviour{
+		"transient error": {deleteFail: errors.New("cluster unreachable")},
+		"pending":         {deletePending: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns, g := setup(t, b)
+			ctx := context.Background()
+			di := newItem(ns, "old")
+			d := lsv1alpha1.Duration("3s")
+			di.Spec.Timeout = &d
+			g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+			g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+			// The last install job started an hour ago.
+			longAgo := metav1.NewTime(time.Now().Add(-time.Hour))
+			g.Expect(testutil.UpdateStatus(ctx, env.Client, get(g, di)(), func(cur *lsv1alpha1.DeployItem) {
+				cur.Status.LastReconcileTime = &longAgo
+			})).To(Succeed())
+
+			deleteStarted := time.Now().Add(-time.Second) // the API server stores seconds
+			g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+			// Still deleting (retrying, or waiting), with a fresh deadline.
+			g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseDeleting),
+				WithTransform(func(d *lsv1alpha1.DeployItem) time.Time { return d.Status.LastReconcileTime.Time }, BeTemporally(">=", deleteStarted.Truncate(time.Second)))))
+			// Failed once the deletion's own 3 s are up.
+			g.Eventually(get(g, di), timeout, interval).Should(phase(lsv1alpha1.PhaseFailed))
+			le := get(g, di)().Status.LastError
+			g.Expect(le.Operation).To(Equal(lib.OperationDelete))
+			g.Expect(le.Codes).To(ContainElement(lsv1alpha1.ErrorTimeout))
+			g.Expect(get(g, di)().Finalizers).To(ContainElement(lsv1alpha1.Finalizer), "a failed deletion keeps the finalizer")
+			// Let the namespace go.
+			rec.set(ns, &behaviour{})
+			annotate(g, di, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")
+		})
+	}
 }
 
 func TestDeleteWithoutUninstallSkipsDelete(t *testing.T) {

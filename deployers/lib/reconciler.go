@@ -643,7 +643,8 @@ func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
 	d := decideStart(di)
 	s.removeAnnotations = append(s.removeAnnotations, d.remove...)
 	if d.retryDelete {
-		di.Status.Phase = lsv1alpha1.PhaseDeleting
+		// A retried deletion gets a deadline of its own, as a first one does.
+		r.startDeletion(s)
 	}
 	if !d.begin {
 		return false
@@ -744,6 +745,12 @@ func (r *Reconciler) deadline(di *lsv1alpha1.DeployItem) time.Time {
 	return start.Add(timeout)
 }
 
+// pastDeadline reports whether the item's deadline (if any) has passed.
+func (r *Reconciler) pastDeadline(di *lsv1alpha1.DeployItem) bool {
+	dl := r.deadline(di)
+	return !dl.IsZero() && r.now().After(dl)
+}
+
 func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 	if stop, err := r.runHooks(ctx, s, extension.BeforeAbortHook); err != nil || stop {
 		return true, err
@@ -816,7 +823,7 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 	}
 	di := s.item
 	if di.Status.Phase != lsv1alpha1.PhaseDeleting {
-		di.Status.Phase = lsv1alpha1.PhaseDeleting
+		r.startDeletion(s)
 		r.event(s, corev1.EventTypeNormal, ReasonDeleting, "deleting")
 	}
 	if di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true" {
@@ -844,6 +851,15 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 	return false, nil
 }
 
+// startDeletion enters phase Deleting with a fresh lastReconcileTime: the
+// deletion's deadline (and the pending deletion's bound) counts from its own
+// start, not from the last install job, which may be long past.
+func (r *Reconciler) startDeletion(s *scope) {
+	now := metav1.NewTime(r.now())
+	s.item.Status.Phase = lsv1alpha1.PhaseDeleting
+	s.item.Status.LastReconcileTime = &now
+}
+
 // outcome maps a deployer call's result to the status: done → Succeeded,
 // pending → the running phase, permanent error (or past the deadline) →
 // Failed, other errors → retried with back-off.
@@ -861,6 +877,15 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 			msg = "job " + di.Status.JobID + " succeeded"
 		}
 		r.setReady(s, metav1.ConditionTrue, ReasonSucceeded, msg)
+	case err == nil && running == lsv1alpha1.PhaseDeleting && r.pastDeadline(di):
+		// Nobody aborts a deletion (the execution controller's progressing
+		// timeout is for install jobs): one that is still pending at its
+		// deadline fails, and the execution reports DeleteFailed.
+		msg := "the deletion did not finish within its timeout"
+		if res.Message != "" {
+			msg += ": " + res.Message
+		}
+		r.fail(s, operation, ReasonTimeout, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout})
 	case err == nil:
 		// Pending work is bounded by the deployer itself (it gets the
 		// deadline in the Request): the mock's "Progressing" must stay
@@ -868,10 +893,14 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 		di.Status.Phase = running
 		r.setReady(s, metav1.ConditionFalse, string(running), res.Message)
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
+		if dl := r.deadline(di); running == lsv1alpha1.PhaseDeleting && !dl.IsZero() {
+			// Back at the deadline at the latest, to end the deletion there.
+			s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: max(dl.Sub(r.now())+100*time.Millisecond, 100*time.Millisecond)})
+		}
 	default:
 		reason, msg, codes := toLastError(operation, defaultReason, err)
 		dl := r.deadline(di)
-		if IsPermanent(err) || (!dl.IsZero() && r.now().After(dl)) {
+		if IsPermanent(err) || r.pastDeadline(di) {
 			if !IsPermanent(err) {
 				codes = append(codes, lsv1alpha1.ErrorTimeout)
 			}

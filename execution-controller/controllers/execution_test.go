@@ -366,13 +366,18 @@ func TestInterrupt(t *testing.T) {
 	startManager(t, ns, testOptions())
 	g := NewWithT(t)
 
+	// unserved has a type no deployer serves: it is never picked up.
+	unserved := mockItem("unserved", mockv1alpha1.ProviderConfiguration{})
+	unserved.Type = noDeployerType
 	exec := newExecution(ns, "intr",
 		mockItem("stuck", mockv1alpha1.ProviderConfiguration{Phase: "Progressing"}),
 		mockItem("next", mockv1alpha1.ProviderConfiguration{}, "stuck"),
+		unserved,
 	)
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(getItem(g, ns, "intr", "stuck").Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
+		g.Expect(getItem(g, ns, "intr", "unserved").Annotations).To(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 
 	cur := getExec(g, exec)
@@ -398,6 +403,14 @@ func TestInterrupt(t *testing.T) {
 	g.Expect(stuck.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonInterrupted))
 	g.Expect(stuck.Status.LastError.Message).To(ContainSubstring("interrupted"))
 	g.Expect(getItem(g, ns, "intr", "next").Status.JobID).To(BeEmpty())
+	// The never picked-up item ends Interrupted without its pickup stamp, so
+	// the pickup timeout will not overwrite that later.
+	g.Eventually(func(g Gomega) {
+		item := getItem(g, ns, "intr", "unserved")
+		g.Expect(item.Status.LastError).NotTo(BeNil())
+		g.Expect(item.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonInterrupted))
+		g.Expect(item.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
 
 func TestRestartMidJobFinishesWithoutDuplicates(t *testing.T) {

@@ -150,3 +150,14 @@ func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate
 		return c.Update(ctx, obj)
 	})
 }
+
+// UpdateStatus is Update for the status subresource.
+func UpdateStatus[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return c.Status().Update(ctx, obj)
+	})
+}

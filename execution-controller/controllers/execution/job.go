@@ -146,6 +146,11 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 		}, r.Now()); err != nil {
 			return ctrl.Result{}, err
 		}
+		// An item no deployer picked up keeps no pickup stamp: its job is
+		// over, and the pickup timeout must not overwrite "Interrupted".
+		if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: nil}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
 		interrupted = append(interrupted, name)
 	}
 	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {

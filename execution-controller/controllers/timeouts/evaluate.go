@@ -167,9 +167,11 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		}
 	}
 
+	// Only install jobs are aborted (seed 001: items "stuck in Progressing").
+	// A deletion is bounded by its deployer, from the deletion's start, and
+	// ends DeleteFailed; deployers do not abort deletions.
 	running := item.Status.Phase == lsv1alpha1.PhaseInit ||
-		item.Status.Phase == lsv1alpha1.PhaseProgressing ||
-		item.Status.Phase == lsv1alpha1.PhaseDeleting
+		item.Status.Phase == lsv1alpha1.PhaseProgressing
 	if !running {
 		return Decision{RequeueAfter: next}, errors.Join(errs...)
 	}

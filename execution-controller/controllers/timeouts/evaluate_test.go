@@ -85,6 +85,7 @@ func TestEvaluate(t *testing.T) {
 		"abort due":                         {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(15 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
 		"abort none":                        {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: Disabled()}},
 		"aborted item already finished":     {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
+		"deleting is not aborted":           {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseDeleting }), now: t0.Add(time.Hour), cfg: cfg},
 		"earliest of pickup and progressing": {item: item(progressing(t0), reconcileTime(t0.Add(8*time.Minute))), now: t0.Add(9 * time.Minute), cfg: cfg,
 			requeue: time.Minute},
 	} {

@@ -3,8 +3,9 @@
 //
 //   - pickup: reconcile-time older than the pickup timeout → phase Failed,
 //     lastError{WaitingForPickup, PickupTimeout, [ERR_TIMEOUT]};
-//   - progressing: Init/Progressing/Deleting for longer than spec.timeout (or
-//     the default) since status.lastReconcileTime → operation: abort + abort-time;
+//   - progressing: Init/Progressing for longer than spec.timeout (or the
+//     default) since status.lastReconcileTime → operation: abort + abort-time
+//     (a deletion is bounded by its deployer instead);
 //   - abort: abort-time older than the abort timeout → phase Failed.
 //
 // It never polls: every reconcile computes when the item's next timeout
