@@ -185,3 +185,49 @@ exportExecutions:
 	g.Expect(json.Unmarshal(do.Data.RawMessage, &who)).To(Succeed())
 	g.Expect(who).To(Equal("admin@eu"))
 }
+
+// What the API server refuses never succeeds on a retry: an Execution the
+// schema refuses (a deploy item that depends on itself) fails the job at once
+// with TemplateFailed, and the installation can then be deleted.
+func TestRenderedExecutionRefusedByTheAPIServer(t *testing.T) {
+	ns, g := setup(t)
+	fs := map[string]string{"blueprint.yaml": `deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: loop
+      type: landscaper.gardener.cloud/mock
+      dependsOn: [loop]
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+`}
+	create(g, newInstallation(ns, "root", fs, reconcileAnnotation...))
+	inst := failsWith(g, ns, "root", "TemplateFailed", "creating execution", "refuses what the blueprint rendered", "cannot depend on itself")
+	g.Expect(env.Client.Delete(context.Background(), inst)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
+}
+
+// A sub-installation whose name an unrelated installation has taken fails
+// the job (it would never be created), instead of being retried for ever.
+func TestSubInstallationNameTakenByAnotherInstallation(t *testing.T) {
+	ns, g := setup(t)
+	// An unrelated root with the name the sub-installation "db" of "app" gets.
+	create(g, newInstallation(ns, "app-db", simpleBlueprint("")))
+	fs := map[string]string{
+		"blueprint.yaml": `subinstallations:
+- name: db
+  blueprint:
+    dir: db
+`,
+		"db/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
+	}
+	create(g, newInstallation(ns, "app", fs, reconcileAnnotation...))
+	inst := failsWith(g, ns, "app", "TemplateFailed", `creating subinstallation "db"`, "app-db exists but does not belong to this installation")
+	g.Expect(env.Client.Delete(context.Background(), inst)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "app")), timeout, interval).Should(BeTrue())
+	other, err := getInst(ns, "app-db")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(other.DeletionTimestamp).To(BeNil(), "the unrelated installation is left alone")
+}

@@ -274,7 +274,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 			return err
 		}
 		if err := r.Client.Create(ctx, exec, client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("creating execution: %w", err)
+			return subObjectWriteError(ctx, r.Client, inst, exec, "creating execution", err)
 		}
 		s.remember(exec)
 	case err != nil:
@@ -307,13 +307,42 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 		exec.Spec = lsv1alpha1.ExecutionSpec{Context: inst.Spec.Context, DeployItems: items}
 		if !equality.Semantic.DeepEqual(before.Spec, exec.Spec) {
 			if err := r.Client.Patch(ctx, exec, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
-				return fmt.Errorf("updating execution: %w", err)
+				return subObjectWriteError(ctx, r.Client, inst, exec, "updating execution", err)
 			}
 			s.remember(exec)
 		}
 	}
 	inst.Status.ExecutionReference = &lsv1alpha1.ObjectReference{Name: exec.Name, Namespace: exec.Namespace}
 	return nil
+}
+
+// subObjectWriteError classifies the error of a create or update of a
+// sub-object (what: "creating execution", ...). Two never go away by
+// retrying, so they fail the job (TemplateFailed), which also keeps the
+// installation deletable: the API server refuses what the blueprint rendered
+// (Invalid), or the name is taken by an object this installation does not
+// own (AlreadyExists; the cache did not show it as ours). Everything else,
+// including AlreadyExists for our own object the cache has not caught up
+// with, is retried.
+func subObjectWriteError(ctx context.Context, c client.Reader, inst *lsv1alpha1.Installation, obj client.Object, what string, err error) error {
+	switch {
+	case apierrors.IsInvalid(err):
+		return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("%s: the API server refuses what the blueprint rendered: %w", what, err))
+	case apierrors.IsAlreadyExists(err):
+		existing := obj.DeepCopyObject().(client.Object)
+		if gerr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr == nil && !isOwnedBy(existing, inst) {
+			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "%s: %s %s exists but does not belong to this installation", what, kindOf(obj), obj.GetName())
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// kindOf names the kind of a sub-object in messages.
+func kindOf(obj client.Object) string {
+	if _, ok := obj.(*lsv1alpha1.Execution); ok {
+		return "execution"
+	}
+	return "installation"
 }
 
 // syncSubInstallations creates or updates one sub-installation per template
@@ -352,10 +381,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 				return err
 			}
 			if err := r.Client.Create(ctx, sub, client.FieldOwner(FieldManager)); err != nil {
-				if apierrors.IsInvalid(err) {
-					return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("subinstallation %q is refused by the API server: %w", t.Name, err))
-				}
-				return fmt.Errorf("creating sub-installation %s: %w", name, err)
+				return subObjectWriteError(ctx, r.Client, inst, sub, fmt.Sprintf("creating subinstallation %q", t.Name), err)
 			}
 			s.remember(sub)
 			continue
@@ -367,7 +393,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 			before := cur.DeepCopy()
 			cur.Spec = *spec
 			if err := r.Client.Patch(ctx, cur, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
-				return fmt.Errorf("updating sub-installation %s: %w", name, err)
+				return subObjectWriteError(ctx, r.Client, inst, cur, fmt.Sprintf("updating subinstallation %q", t.Name), err)
 			}
 			s.remember(cur)
 		}
