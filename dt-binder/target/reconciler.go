@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -117,7 +118,7 @@ func (r *Reconciler) targetsForClaim(ctx context.Context, o client.Object) []rec
 // labelled with. A deleting target waits for it.
 func (r *Reconciler) targetsForSpaceRequest(ctx context.Context, o client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
-	if claim := o.GetLabels()[appstudiov1alpha1.ClaimLabel]; claim != "" {
+	if claim := appstudiov1alpha1.ClaimOf(o); claim != "" {
 		reqs = r.targetsNaming(ctx, o.GetNamespace(), claim)
 	}
 	var list appstudiov1alpha1.DeploymentTargetList
@@ -359,9 +360,13 @@ func (r *Reconciler) spaceRequests(ctx context.Context, t *appstudiov1alpha1.Dep
 	}
 	srs := &toolchainv1alpha1.SpaceRequestList{}
 	if err := r.Client.List(ctx, srs, client.InNamespace(t.Namespace),
-		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: t.Spec.ClaimRef.Name}); err != nil {
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: appstudiov1alpha1.LabelValue(t.Spec.ClaimRef.Name)}); err != nil {
 		return nil, fmt.Errorf("listing SpaceRequests of claim %s: %w", t.Spec.ClaimRef.Name, err)
 	}
+	// A shortened label value selects by a hash: keep the claim's own.
+	srs.Items = slices.DeleteFunc(srs.Items, func(sr toolchainv1alpha1.SpaceRequest) bool {
+		return appstudiov1alpha1.ClaimOf(&sr) != t.Spec.ClaimRef.Name
+	})
 	return srs, nil
 }
 

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -79,7 +81,7 @@ func createClaim(t *testing.T, ns, name, class, provisioner string) *appstudiov1
 func spaceRequestsOf(g Gomega, claim *appstudiov1alpha1.DeploymentTargetClaim) []toolchainv1alpha1.SpaceRequest {
 	l := &toolchainv1alpha1.SpaceRequestList{}
 	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(claim.Namespace),
-		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: claim.Name})).To(Succeed())
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: appstudiov1alpha1.LabelValue(claim.Name)})).To(Succeed())
 	return l.Items
 }
 
@@ -241,6 +243,34 @@ func TestExactlyOneSpaceRequestThenTarget(t *testing.T) {
 	dts := &appstudiov1alpha1.DeploymentTargetList{}
 	g.Expect(env.Client.List(ctx, dts, client.InNamespace(n))).To(Succeed())
 	g.Expect(dts.Items).To(HaveLen(count))
+}
+
+// TestLongClaimAndClassNames: names longer than a label value (63
+// characters) are provisioned like any other: the SpaceRequest's labels hold
+// shortened values, its annotations the full names, and every controller
+// finds the claim by its full name (the orphan reconciler keeps the
+// SpaceRequest of a claim that exists; the target names the claim).
+func TestLongClaimAndClassNames(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("long")
+	class := n + "-" + strings.Repeat("c", 70)
+	createClass(t, class, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	claim := createClaim(t, n, strings.Repeat("a", 70)+"-claim", class, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, claim)
+	for key, full := range map[string]string{appstudiov1alpha1.ClaimLabel: claim.Name, appstudiov1alpha1.ClassLabel: class} {
+		g.Expect(validation.IsValidLabelValue(sr.Labels[key])).To(BeEmpty(), key)
+		g.Expect(sr.Labels[key]).NotTo(Equal(full), "shortened")
+		g.Expect(sr.Annotations).To(HaveKeyWithValue(key, full))
+	}
+	playStub(t, sr)
+	dt := waitForTarget(t, claim)
+	g.Expect(dt.Spec.ClaimRef).To(Equal(&appstudiov1alpha1.DeploymentTargetClaimReference{Name: claim.Name}))
+	g.Expect(dt.Spec.DeploymentTargetClassName).To(Equal(class))
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(sr), sr)).To(Succeed())
+	g.Expect(sr.DeletionTimestamp).To(BeNil(), "the orphan reconciler found the claim")
 }
 
 // TestTargetDeletionDeletesSpaceRequestFirst: deleting a provisioned target

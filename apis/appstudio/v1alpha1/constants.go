@@ -32,9 +32,12 @@ const (
 
 // Labels.
 const (
-	// ClaimLabel on a SpaceRequest names the claim it was created for.
+	// ClaimLabel on a SpaceRequest selects the claim it was created for: its
+	// value is LabelValue(claim name), and the annotation of the same key
+	// holds the full name (ClaimOf reads it).
 	ClaimLabel = "appstudio.openshift.io/dtc"
-	// ClassLabel on a SpaceRequest names the claim's DeploymentTargetClass.
+	// ClassLabel on a SpaceRequest selects the claim's DeploymentTargetClass
+	// the same way (ClassOf reads the full name).
 	ClassLabel = "appstudio.openshift.io/dtcls"
 )
 

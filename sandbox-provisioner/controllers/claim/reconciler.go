@@ -149,7 +149,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func spaceRequestToClaim(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[appstudiov1alpha1.ClaimLabel]
+	name := appstudiov1alpha1.ClaimOf(o)
 	if name == "" {
 		return nil
 	}
@@ -329,17 +329,21 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 	metadata := map[string]any{
 		"name":      name,
 		"namespace": s.claim.Namespace,
+		// Labels select (their values are at most 63 characters); the
+		// annotations of the same keys hold the full names.
 		"labels": map[string]any{
-			appstudiov1alpha1.ClaimLabel: s.claim.Name,
-			appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
+			appstudiov1alpha1.ClaimLabel: appstudiov1alpha1.LabelValue(s.claim.Name),
+			appstudiov1alpha1.ClassLabel: appstudiov1alpha1.LabelValue(s.claim.Spec.DeploymentTargetClassName),
 		},
 	}
 	ctx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindClaim, "CreateSpaceRequest", sandbox.AttrSpaceRequest.String(name))
 	// The SpaceRequest controller continues the claim's trace from here: the
 	// trace context goes into the create itself (nothing with tracing off).
-	if annotations := tracing.Inject(ctx, nil); len(annotations) > 0 {
-		metadata["annotations"] = toAny(annotations)
-	}
+	annotations := tracing.Inject(ctx, map[string]string{
+		appstudiov1alpha1.ClaimLabel: s.claim.Name,
+		appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
+	})
+	metadata["annotations"] = toAny(annotations)
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": toolchainv1alpha1.SchemeGroupVersion.String(),
 		"kind":       "SpaceRequest",

@@ -78,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) claimToSpaceRequests(ctx context.Context, o client.Object) []reconcile.Request {
 	srs := &toolchainv1alpha1.SpaceRequestList{}
 	if err := r.Client.List(ctx, srs, client.InNamespace(o.GetNamespace()),
-		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: o.GetName()}); err != nil {
+		client.MatchingLabels{appstudiov1alpha1.ClaimLabel: appstudiov1alpha1.LabelValue(o.GetName())}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing SpaceRequests of a claim", "claim", o.GetName())
 		return nil
 	}
@@ -120,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, sr, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", sr.Labels[appstudiov1alpha1.ClaimLabel]))
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", appstudiov1alpha1.ClaimOf(sr)))
 	err := sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
 		r.checkClaim(r.Client),
 		r.checkTarget,
@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // deleted, and is the claim the SpaceRequest was made for.
 func (r *Reconciler) checkClaim(reader client.Reader) phase {
 	return func(ctx context.Context, s *scope) error {
-		name := s.sr.Labels[appstudiov1alpha1.ClaimLabel]
+		name := appstudiov1alpha1.ClaimOf(s.sr)
 		claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 		err := reader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, claim)
 		if apierrors.IsNotFound(err) {
@@ -170,7 +170,7 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) error {
 	log := ctrl.LoggerFrom(ctx)
-	className := s.sr.Labels[appstudiov1alpha1.ClassLabel]
+	className := appstudiov1alpha1.ClassOf(s.sr)
 	policy := appstudiov1alpha1.ReclaimPolicyDelete
 	class := &appstudiov1alpha1.DeploymentTargetClass{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
@@ -189,7 +189,7 @@ func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) 
 		log.Info("keeping orphaned SpaceRequest", "reclaimPolicy", policy)
 		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
 			"Claim %s is gone and no target was made; kept because class %s has reclaimPolicy %s",
-			s.sr.Labels[appstudiov1alpha1.ClaimLabel], className, policy)
+			appstudiov1alpha1.ClaimOf(s.sr), className, policy)
 		return nil
 	}
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphan")
@@ -201,6 +201,6 @@ func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) 
 	log.Info("deleted orphaned SpaceRequest", "class", className)
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
 		"Claim %s is gone and no target was made from this SpaceRequest; deleted it (class %s, reclaimPolicy Delete)",
-		s.sr.Labels[appstudiov1alpha1.ClaimLabel], className)
+		appstudiov1alpha1.ClaimOf(s.sr), className)
 	return nil
 }
