@@ -170,6 +170,39 @@ func TestStaticBindingByTargetName(t *testing.T) {
 	eventuallyTarget(t, ns, "older", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
 }
 
+// TestChangedTargetNameBindsNoSecondTarget: seed 004 expects claims to
+// change. A bound claim whose spec.targetName is changed to another free
+// target keeps the one it holds (reason TargetNameConflict) instead of
+// claiming a second, and deleting it applies the class's reclaim policy to
+// the target it held.
+func TestChangedTargetNameBindsNoSecondTarget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	startBinder(t, binder.Options{}, ns)
+
+	create(t, newTarget(ns, "first", class.Name, ""), newTarget(ns, "second", class.Name, ""))
+	eventuallyTarget(t, ns, "second", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+	create(t, newClaim(ns, "c", class.Name, "first"))
+	eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+
+	claim := getClaim(g, ns, "c")
+	base := claim.DeepCopy()
+	claim.Spec.TargetName = "second"
+	g.Expect(env.Client.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
+	claim = eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonTargetNameConflict)
+	g.Expect(meta.FindStatusCondition(claim.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).To(ContainSubstring("target first is bound to this claim"))
+	g.Expect(getTarget(g, ns, "second").Spec.ClaimRef).To(BeNil(), "no second target is claimed")
+	// The target it holds still names it (and says the claim asks for another).
+	g.Expect(getTarget(g, ns, "first").Spec.ClaimRef).To(Equal(&appstudiov1alpha1.DeploymentTargetClaimReference{Name: "c"}))
+
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"}})
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	g.Expect(getTarget(g, ns, "second").DeletionTimestamp).To(BeNil(), "the target the claim never held is left alone")
+}
+
 // TestStaticBindingByClaimRef: a target created with claimRef naming a claim
 // that does not exist yet is reserved (Pending); the claim, once created, binds
 // to it and to nothing else.

@@ -499,6 +499,15 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 			fmt.Sprintf("target %s is claimed by %q; it is never bound", name, t.Spec.ClaimRef.Name))
 		return nil
 	}
+	if held := binding.HeldTarget(c, s.named); held != nil && held.Name != name {
+		// spec.targetName was changed after the claim bound another target.
+		// Claiming this one too would bind two targets to one claim (and
+		// leave the first claimed for ever): the claim keeps the one it
+		// holds, whose reclaim policy applies when the claim goes.
+		s.pending(appstudiov1alpha1.BindReasonTargetNameConflict,
+			fmt.Sprintf("spec.targetName is %s, but target %s is bound to this claim; a claim binds one target: set spec.targetName back to %s, or delete the claim and create one for %s", name, held.Name, held.Name, name))
+		return nil
+	}
 	if why := binding.Unavailable(t); why != "" {
 		if wasBound(c) {
 			s.lost(fmt.Sprintf("target %s was released: %s", name, why))
@@ -592,7 +601,7 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 // is the one mistake that cannot be undone; the claim still goes.
 func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	c := s.claim
-	t := binding.BoundTarget(c, s.named)
+	t := binding.HeldTarget(c, s.named)
 	if t == nil {
 		r.removeFinalizer(s, "no target is bound")
 		return nil

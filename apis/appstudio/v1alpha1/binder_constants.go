@@ -26,6 +26,9 @@ const (
 	BindReasonTargetClaimedByOther = "TargetClaimedByOther"
 	// BindReasonTargetNotAvailable: the named target is Released, Failed or being deleted.
 	BindReasonTargetNotAvailable = "TargetNotAvailable"
+	// BindReasonTargetNameConflict: spec.targetName names another target
+	// than the one already bound to the claim; the binder binds no second.
+	BindReasonTargetNameConflict = "TargetNameConflict"
 	// BindReasonClassNotFound: the claim's DeploymentTargetClass does not exist.
 	BindReasonClassNotFound = "ClassNotFound"
 	// BindReasonTargetLost: the bound target was deleted or released; the claim is Lost.

@@ -99,6 +99,18 @@ func TargetsNamingClaim(ctx context.Context, c client.Reader, namespace, claimNa
 // the name. A target of another class, a Released one, or another target than
 // the claim's spec.targetName, is never chosen.
 func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+	return boundTarget(claim, targets, true)
+}
+
+// HeldTarget is the target the claim holds, whatever its spec.targetName
+// says now (a user may change it after binding; the binder never binds a
+// second target, see the claim reconciler): the one whose reclaim policy
+// applies when the claim goes.
+func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+	return boundTarget(claim, targets, false)
+}
+
+func boundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget, byTargetName bool) *appstudiov1alpha1.DeploymentTarget {
 	var eligible []*appstudiov1alpha1.DeploymentTarget
 	for i := range targets {
 		t := &targets[i]
@@ -108,7 +120,7 @@ func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appst
 		if t.Spec.DeploymentTargetClassName != claim.Spec.DeploymentTargetClassName {
 			continue
 		}
-		if claim.Spec.TargetName != "" && t.Name != claim.Spec.TargetName {
+		if byTargetName && claim.Spec.TargetName != "" && t.Name != claim.Spec.TargetName {
 			continue
 		}
 		if t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
