@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -108,28 +109,53 @@ func owns(obj *unstructured.Unstructured, manager string) bool {
 }
 
 // apply applies every manifest by its policy and returns the managed
-// resources, in configuration order.
-func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) ([]manifestv1alpha2.ManagedResourceStatus, []*unstructured.Unstructured, error) {
+// resources, in configuration order: on an error, those applied before it
+// (they must stay recorded, or deleting the item would leave them behind).
+// An object of a kind that a CustomResourceDefinition of the same item
+// defines, and that the target does not serve yet, waits for it: it is
+// applied in a later reconcile, and waitingFor says which kinds are missing.
+func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
 	type entry struct {
 		manifestEntry
 		rank  int
 		index int
 	}
-	var entries []entry
+	var (
+		entries []entry
+		waiting []string
+	)
+	defined := kindsDefined(cfg)
 	for i, m := range cfg.objects {
 		if m.policy == manifestv1alpha2.IgnorePolicy {
 			continue
 		}
 		ns, err := namespaced(c, m.obj)
 		if err != nil {
-			return nil, nil, classify(m.field, m.obj, "mapping", err)
+			if gk := m.obj.GroupVersionKind().GroupKind(); meta.IsNoMatchError(err) && defined[gk] {
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", gk.Kind, m.field))
+				continue
+			}
+			return nil, nil, "", classify(m.field, m.obj, "mapping", err)
 		}
 		entries = append(entries, entry{manifestEntry: m, rank: rank(m.obj.GroupVersionKind().GroupKind(), ns), index: i})
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].rank < entries[j].rank })
+	if len(waiting) > 0 {
+		waitingFor = "waiting for the target to serve the kinds this item's CustomResourceDefinitions define: " + strings.Join(waiting, ", ")
+	}
 
 	managed := make([]manifestv1alpha2.ManagedResourceStatus, len(cfg.objects))
-	applied := make([]*unstructured.Unstructured, 0, len(entries))
+	applied = make([]*unstructured.Unstructured, 0, len(entries))
+	// What was applied so far, in configuration order.
+	soFar := func() []manifestv1alpha2.ManagedResourceStatus {
+		out := make([]manifestv1alpha2.ManagedResourceStatus, 0, len(managed))
+		for _, m := range managed {
+			if m.Resource.Name != "" {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
 	for _, e := range entries {
 		obj := e.obj.DeepCopy()
 		existing := &unstructured.Unstructured{}
@@ -140,7 +166,7 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) ([]
 		if e.policy == manifestv1alpha2.ImmutablePolicy || e.policy == manifestv1alpha2.FallbackPolicy || cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
 			getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 			if getErr != nil && !apierrors.IsNotFound(getErr) {
-				return nil, nil, classify(e.field, obj, "reading", getErr)
+				return soFar(), nil, "", classify(e.field, obj, "reading", getErr)
 			}
 			exists = getErr == nil
 		}
@@ -156,29 +182,40 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) ([]
 		case cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && exists:
 			data, err := obj.MarshalJSON()
 			if err != nil {
-				return nil, nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: %v", e.field, err)
+				return soFar(), nil, "", lib.ConfigError(lib.ReasonInvalidConfig, "%s: %v", e.field, err)
 			}
 			if err := c.Patch(ctx, existing, client.RawPatch(types.MergePatchType, data), client.FieldOwner(d.fieldOwner)); err != nil {
-				return nil, nil, classify(e.field, obj, "patching", err)
+				return soFar(), nil, "", classify(e.field, obj, "patching", err)
 			}
 			applied = append(applied, existing)
 		default:
 			obj.SetResourceVersion("")
 			obj.SetManagedFields(nil)
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(d.fieldOwner), client.ForceOwnership); err != nil {
-				return nil, nil, classify(e.field, obj, "applying", err)
+				return soFar(), nil, "", classify(e.field, obj, "applying", err)
 			}
 			applied = append(applied, obj)
 		}
 		managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
 	}
-	out := managed[:0]
-	for _, m := range managed {
-		if m.Resource.Name != "" {
-			out = append(out, m)
+	return soFar(), applied, waitingFor, nil
+}
+
+// kindsDefined are the kinds the CustomResourceDefinitions among cfg's
+// manifests define.
+func kindsDefined(cfg *config) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, m := range cfg.objects {
+		if m.obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(m.obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(m.obj.Object, "spec", "names", "kind")
+		if group != "" && kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = true
 		}
 	}
-	return out, applied, nil
+	return out
 }
 
 // deletable reports whether the deployer deletes a managed resource when it
@@ -264,6 +301,11 @@ func findPolicy(resources []manifestv1alpha2.ManagedResourceStatus, obj *unstruc
 }
 
 // dropped returns the previously managed resources that left the configuration.
+// merged is cur followed by the resources of prev that cur lacks.
+func merged(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
+	return append(slices.Clone(cur), dropped(prev, cur)...)
+}
+
 func dropped(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
 	key := func(r manifestv1alpha2.TypedObjectReference) string {
 		gv, _ := schema.ParseGroupVersion(r.APIVersion)

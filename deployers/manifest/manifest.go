@@ -63,6 +63,7 @@ package manifest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -170,10 +171,26 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	prev := previousResources(di)
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
-	managed, applied, applyErr := d.apply(sctx, c, cfg)
+	managed, applied, waitingFor, applyErr := d.apply(sctx, c, cfg)
 	tracing.EndStep(span, applyErr)
+	if applyErr != nil || waitingFor != "" {
+		// Keep what was applied recorded, with what was managed before and
+		// not applied this time (nothing is deleted until a full apply).
+		ps, err := providerStatus(cfg.version, merged(prev, managed))
+		if err != nil {
+			return lib.Result{}, errors.Join(applyErr, err)
+		}
+		di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
+	}
 	if applyErr != nil {
 		return lib.Result{}, applyErr
+	}
+	if waitingFor != "" {
+		if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+			return lib.Result{}, &lib.Error{Reason: ReasonUnknownKind, Message: "not served within the timeout: " + waitingFor,
+				Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem, lsv1alpha1.ErrorTimeout}, Permanent: true}
+		}
+		return lib.PendingFor(time.Second, waitingFor), nil
 	}
 	if gone := dropped(prev, managed); len(gone) > 0 {
 		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -477,4 +478,51 @@ func TestTargetSelectors(t *testing.T) {
 	})).To(Succeed())
 	g.Eventually(get(g, c), timeout, interval).Should(succeeded())
 	g.Expect(get(g, c)().Status.Deployer.Name).To(Equal("manifest-a"))
+}
+
+// A CustomResourceDefinition and an object of its kind in one item: the
+// object waits (Progressing) until the target serves the kind, then the item
+// succeeds; deleting it removes the object before the CRD.
+func TestCRDAndItsObjectInOneItem(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	target(g, ns, "t", nil)
+	group := strings.ReplaceAll(ns, "-", "") + ".example.com"
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		"metadata":{"name":"widgets.` + group + `"},
+		"spec":{"group":"` + group + `","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+	widget := `{"apiVersion":"` + group + `/v1","kind":"Widget","metadata":{"name":"w","namespace":"` + ns + `"},"spec":{"size":3}}`
+	// The object comes first in the configuration: the order must not matter.
+	di := item(ns, "crd", "t", v2(`"manifests":[{"manifest":`+widget+`},{"manifest":`+crd+`}]`))
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(succeeded())
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion(group + "/v1")
+	w.SetKind("Widget")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, w)).To(Succeed())
+	g.Expect(string(get(g, di)().Status.ProviderStatus.Raw)).To(And(ContainSubstring(`"kind":"Widget"`), ContainSubstring(`"kind":"CustomResourceDefinition"`)))
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(gone(g, di), timeout, interval).Should(BeTrue())
+}
+
+// Objects applied before a later one is refused stay recorded in
+// managedResources, so deleting the item removes them too.
+func TestPartialApplyFailureKeepsWhatWasApplied(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	target(g, ns, "t", nil)
+	refused := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_A_Valid_Name","namespace":"` + ns + `"}}`
+	di := item(ns, "partial", "t", v2(`"manifests":[{"manifest":`+cm(ns, "first", map[string]string{"k": "v"})+`},{"manifest":`+refused+`}]`))
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(failedWith(manifest.ReasonRejected, lsv1alpha1.ErrorConfigurationProblem, "Not_A_Valid_Name"))
+	g.Expect(configMap(g, ns, "first")()).To(HaveKeyWithValue("k", "v"))
+	ps := get(g, di)().Status.ProviderStatus
+	g.Expect(ps).NotTo(BeNil(), "no managedResources recorded")
+	g.Expect(string(ps.Raw)).To(ContainSubstring(`"name":"first"`))
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(gone(g, di), timeout, interval).Should(BeTrue())
+	g.Expect(configMap(g, ns, "first")()).To(BeNil(), "deleting the item deleted what it had applied")
 }
