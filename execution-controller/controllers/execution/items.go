@@ -354,6 +354,11 @@ func stateOf(di *lsv1alpha1.DeployItem, job string) itemState {
 		return statePending
 	case !jobid.Finished(di.Status.JobID, di.Status.JobIDFinished):
 		return stateRunning
+	case di.Status.Phase == lsv1alpha1.PhaseInit || di.Status.Phase == lsv1alpha1.PhaseProgressing:
+		// The job is finished, but the deployer re-applies within it (a
+		// hook-forced re-apply against drift, still pending): not a failure;
+		// its outcome is what counts.
+		return stateRunning
 	case di.Status.Phase == lsv1alpha1.PhaseSucceeded:
 		return stateSucceeded
 	default:

@@ -43,6 +43,9 @@ func TestStateOf(t *testing.T) {
 		"running":               {di("j", "old", lsv1alpha1.PhaseProgressing), stateRunning},
 		"succeeded":             {di("j", "j", lsv1alpha1.PhaseSucceeded), stateSucceeded},
 		"failed":                {di("j", "j", lsv1alpha1.PhaseFailed), stateFailed},
+		// A hook-forced re-apply against drift runs in the finished job.
+		"re-applying":       {di("j", "j", lsv1alpha1.PhaseProgressing), stateRunning},
+		"re-apply starting": {di("j", "j", lsv1alpha1.PhaseInit), stateRunning},
 	} {
 		if got := stateOf(tc.item, "j"); got != tc.want {
 			t.Errorf("%s: got %d, want %d", name, got, tc.want)
