@@ -35,6 +35,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/stale"
+	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -725,24 +726,26 @@ func (r *Reconciler) request(s *scope, forced bool) *Request {
 	return &Request{Item: s.item, Target: s.target, Deadline: r.deadline(s.item), Forced: forced, Log: s.log}
 }
 
-// deadline is lastReconcileTime + the item's timeout (zero: none).
+// deadline is lastReconcileTime + the item's timeout: spec.timeout, else
+// the deployer's default (zero time: none).
 func (r *Reconciler) deadline(di *lsv1alpha1.DeployItem) time.Time {
-	timeout := r.opts.DefaultTimeout
+	t := r.opts.DefaultTimeout
 	if di.Spec.Timeout != nil {
-		switch v := string(*di.Spec.Timeout); v {
-		case "none":
-			return time.Time{}
-		default:
-			if d, err := time.ParseDuration(v); err == nil {
-				timeout = d
-			}
+		// The schema admits only durations and "none"; one Parse refuses
+		// (zero) falls back to the default, as the execution controller's
+		// progressing timeout does.
+		if v, err := timeout.Parse(string(*di.Spec.Timeout)); err == nil {
+			t = v
 		}
+	}
+	if t.Disabled {
+		return time.Time{}
 	}
 	start := r.now()
 	if di.Status.LastReconcileTime != nil {
 		start = di.Status.LastReconcileTime.Time
 	}
-	return start.Add(timeout)
+	return start.Add(t.Duration)
 }
 
 // pastDeadline reports whether the item's deadline (if any) has passed.

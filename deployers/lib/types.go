@@ -11,6 +11,7 @@ import (
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 // Deployer is what a concrete deployer implements. The library calls exactly
@@ -151,8 +152,11 @@ type Options struct {
 	// TargetType, when set, is the only Target type the deployer accepts; a
 	// Target of another type fails the item with ERR_CONFIGURATION_PROBLEM.
 	TargetType string
-	// DefaultTimeout bounds a job whose item sets no spec.timeout (default 10m).
-	DefaultTimeout time.Duration
+	// DefaultTimeout bounds a job whose item sets no spec.timeout (zero
+	// value: 10m; timeout.Disabled(): no bound). The deployer binaries set it
+	// from --default-timeout, the counterpart of the execution controller's
+	// --progressing-timeout.
+	DefaultTimeout timeout.Timeout
 	// Namespaces restricts the deploy items watched to these namespaces
 	// (default: all). The deployer runs its own item informer, so a
 	// namespace restriction of the manager's cache does not reach it; tests
@@ -164,8 +168,8 @@ func (o *Options) setDefaults() {
 	if o.Identity == "" {
 		o.Identity = o.Name
 	}
-	if o.DefaultTimeout == 0 {
-		o.DefaultTimeout = DefaultTimeout
+	if o.DefaultTimeout == (timeout.Timeout{}) {
+		o.DefaultTimeout = timeout.After(DefaultTimeout)
 	}
 }
 

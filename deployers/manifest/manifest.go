@@ -78,6 +78,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -99,8 +100,8 @@ type Options struct {
 	Version string
 	// TargetSelector restricts the items served to those whose Target matches.
 	TargetSelector lib.TargetSelector
-	// DefaultTimeout bounds a job whose item has no spec.timeout (default 10m).
-	DefaultTimeout time.Duration
+	// DefaultTimeout bounds a job whose item has no spec.timeout (default 10m; see lib.Options).
+	DefaultTimeout timeout.Timeout
 	// Namespaces restricts the deploy items served to these namespaces
 	// (default: all). Set it when the manager's cache is restricted to
 	// namespaces (e.g. one manager per test namespace): the deployer watches

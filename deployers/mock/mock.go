@@ -45,6 +45,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 // Type is the deploy-item type the mock deployer serves.
@@ -73,8 +74,8 @@ type Options struct {
 	// TargetSelector restricts the items served to those whose Target
 	// matches; default: all.
 	TargetSelector lib.TargetSelector
-	// DefaultTimeout bounds retries of a job whose item has no spec.timeout (default 10m).
-	DefaultTimeout time.Duration
+	// DefaultTimeout bounds retries of a job whose item has no spec.timeout (default 10m; see lib.Options).
+	DefaultTimeout timeout.Timeout
 	// Namespaces restricts the deploy items served to these namespaces
 	// (default: all). Set it when the manager's cache is restricted to
 	// namespaces (e.g. one manager per test namespace): the deployer watches

@@ -11,6 +11,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 // noDeployerType has no deployer in the tests.
@@ -24,7 +25,7 @@ func shortTimeouts(pickup, progressing, abort timeouts.Timeout) func(*controller
 
 func TestPickupTimeoutWithoutDeployer(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(shortTimeouts(timeouts.After(2*time.Second), timeouts.Disabled(), timeouts.Disabled())))
+	startManager(t, ns, testOptions(shortTimeouts(timeout.After(2*time.Second), timeout.Disabled(), timeout.Disabled())))
 	g := NewWithT(t)
 
 	orphanType := mockItem("lonely", mockv1alpha1Config())
@@ -59,7 +60,7 @@ func TestPickupTimeoutWithoutDeployer(t *testing.T) {
 // (here: none) does not react, so the abort timeout sets it Failed.
 func TestProgressingThenAbortTimeoutOnStandaloneItem(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(shortTimeouts(timeouts.Disabled(), timeouts.After(time.Hour), timeouts.After(2*time.Second))))
+	startManager(t, ns, testOptions(shortTimeouts(timeout.Disabled(), timeout.After(time.Hour), timeout.After(2*time.Second))))
 	g := NewWithT(t)
 
 	timeout := lsv1alpha1.Duration("2s")
@@ -104,7 +105,7 @@ func TestProgressingThenAbortTimeoutOnStandaloneItem(t *testing.T) {
 // Progressing phase is touched.
 func TestNoneDisablesTimeouts(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(shortTimeouts(timeouts.Disabled(), timeouts.Disabled(), timeouts.Disabled())))
+	startManager(t, ns, testOptions(shortTimeouts(timeout.Disabled(), timeout.Disabled(), timeout.Disabled())))
 	g := NewWithT(t)
 
 	long := time.Now().Add(-time.Hour)
@@ -145,7 +146,7 @@ func TestNoneDisablesTimeouts(t *testing.T) {
 // crashes nothing: the default applies and an event tells the user.
 func TestInvalidTimeoutSettingsFallBack(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(shortTimeouts(timeouts.After(2*time.Second), timeouts.Disabled(), timeouts.Disabled())))
+	startManager(t, ns, testOptions(shortTimeouts(timeout.After(2*time.Second), timeout.Disabled(), timeout.Disabled())))
 	g := NewWithT(t)
 
 	// spec.timeout is validated by the schema: a bad value never gets in

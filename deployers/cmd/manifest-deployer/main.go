@@ -30,7 +30,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			return manifest.AddToManager(mgr, manifest.Options{Name: name, Identity: id, Version: version, TargetSelector: sel})
+			return manifest.AddToManager(mgr, manifest.Options{Name: name, Identity: id, Version: version, TargetSelector: sel, DefaultTimeout: f.DefaultTimeout})
 		},
 	})
 }

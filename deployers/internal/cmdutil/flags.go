@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 // Flags are the deployer-specific flags.
@@ -18,6 +19,8 @@ type Flags struct {
 	TargetSelector string
 	// TargetLabelSelector selects Targets by labels.
 	TargetLabelSelector string
+	// DefaultTimeout bounds the jobs of items without spec.timeout.
+	DefaultTimeout timeout.Timeout
 }
 
 // Bind binds the flags to fs.
@@ -25,6 +28,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Identity, "identity", "", "Identity of this deployer instance, written to status.deployer.identity (default: <name>-<hostname>).")
 	fs.StringVar(&f.TargetSelector, "target-selector", "", `Serve only deploy items whose Target's annotations match this selector (label-selector syntax), e.g. "landscaper.gardener.cloud/environment=prod" or "!landscaper.gardener.cloud/environment". Empty: all items of the deployer's type.`)
 	fs.StringVar(&f.TargetLabelSelector, "target-label-selector", "", "Serve only deploy items whose Target's labels match this selector. Empty: no label restriction.")
+	f.DefaultTimeout = timeout.After(lib.DefaultTimeout)
+	fs.Var(&f.DefaultTimeout, "default-timeout", `How long a job of an item without spec.timeout may retry errors or wait (readiness, a pending deletion) since its lastReconcileTime before it fails with ERR_TIMEOUT; "none" disables. Keep it in line with the execution controller's --progressing-timeout.`)
 }
 
 // Resolve returns the identity (defaulted) and the parsed selector.

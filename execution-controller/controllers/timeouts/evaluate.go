@@ -3,71 +3,15 @@ package timeouts
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
-// None is the flag and spec.timeout value that disables a timeout.
-const None = "none"
-
-// Timeout is a duration that may be disabled with "none". It implements
-// pflag.Value so that --pickup-timeout=none parses like --pickup-timeout=2m.
-type Timeout struct {
-	// Duration is the timeout; ignored when Disabled.
-	Duration time.Duration
-	// Disabled switches the check off.
-	Disabled bool
-}
-
-// After returns an enabled timeout of d.
-func After(d time.Duration) Timeout { return Timeout{Duration: d} }
-
-// Disabled returns a switched-off timeout.
-func Disabled() Timeout { return Timeout{Disabled: true} }
-
-// ParseTimeout parses a Go duration or "none". Zero and negative durations are
-// refused: they would fail every item at once, which is never what an
-// operator means (use "none" to switch a check off).
-func ParseTimeout(s string) (Timeout, error) {
-	s = strings.TrimSpace(s)
-	if s == None {
-		return Disabled(), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return Timeout{}, fmt.Errorf("%q is neither a duration (e.g. 5m) nor %q", s, None)
-	}
-	if d <= 0 {
-		return Timeout{}, fmt.Errorf("%q must be positive (use %q to disable)", s, None)
-	}
-	return After(d), nil
-}
-
-// String renders the timeout as ParseTimeout reads it.
-func (t *Timeout) String() string {
-	if t == nil {
-		return ""
-	}
-	if t.Disabled {
-		return None
-	}
-	return t.Duration.String()
-}
-
-// Set implements pflag.Value.
-func (t *Timeout) Set(s string) error {
-	v, err := ParseTimeout(s)
-	if err != nil {
-		return err
-	}
-	*t = v
-	return nil
-}
-
-// Type implements pflag.Value.
-func (t *Timeout) Type() string { return "duration|none" }
+// Timeout is a duration that "none" disables: the syntax of the timeout
+// flags and of spec.timeout (kit/timeout, shared with the deployers).
+type Timeout = timeout.Timeout
 
 // Config holds the three deploy-item timeouts.
 type Config struct {
@@ -89,9 +33,9 @@ const (
 // DefaultConfig returns the seed's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Pickup:      After(DefaultPickupTimeout),
-		Progressing: After(DefaultProgressingTimeout),
-		Abort:       After(DefaultAbortTimeout),
+		Pickup:      timeout.After(DefaultPickupTimeout),
+		Progressing: timeout.After(DefaultProgressingTimeout),
+		Abort:       timeout.After(DefaultAbortTimeout),
 	}
 }
 
@@ -193,7 +137,7 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 
 	progressing := cfg.Progressing
 	if item.Spec.Timeout != nil && *item.Spec.Timeout != "" {
-		t, err := ParseTimeout(string(*item.Spec.Timeout))
+		t, err := timeout.Parse(string(*item.Spec.Timeout))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("spec.timeout: %w", err))
 		} else {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -70,20 +71,20 @@ func TestEvaluate(t *testing.T) {
 		"pickup pending":              {item: item(reconcileTime(t0)), now: t0.Add(time.Minute), cfg: cfg, requeue: 4 * time.Minute},
 		"pickup due exactly":          {item: item(reconcileTime(t0)), now: t0.Add(5 * time.Minute), cfg: cfg, action: ActionFailPickup, timeout: 5 * time.Minute},
 		"pickup overdue":              {item: item(reconcileTime(t0)), now: t0.Add(time.Hour), cfg: cfg, action: ActionFailPickup, timeout: 5 * time.Minute},
-		"pickup none":                 {item: item(reconcileTime(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: Disabled(), Progressing: cfg.Progressing, Abort: cfg.Abort}},
+		"pickup none":                 {item: item(reconcileTime(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: timeout.Disabled(), Progressing: cfg.Progressing, Abort: cfg.Abort}},
 		"pickup bad annotation":       {item: item(func(di *lsv1alpha1.DeployItem) { di.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = "yesterday" }), now: t0, cfg: cfg, wantErr: true},
 		"progressing default pending": {item: item(progressing(t0)), now: t0.Add(3 * time.Minute), cfg: cfg, requeue: 7 * time.Minute},
 		"progressing default due":     {item: item(progressing(t0)), now: t0.Add(10 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute},
 		"progressing spec.timeout due": {item: item(progressing(t0), specTimeout("2s")), now: t0.Add(2 * time.Second), cfg: cfg,
 			action: ActionAbort, timeout: 2 * time.Second},
 		"progressing spec.timeout none":     {item: item(progressing(t0), specTimeout("none")), now: t0.Add(time.Hour), cfg: cfg},
-		"progressing default none":          {item: item(progressing(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: Disabled(), Abort: cfg.Abort}},
-		"progressing spec wins over none":   {item: item(progressing(t0), specTimeout("1m")), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: Disabled(), Abort: cfg.Abort}, action: ActionAbort, timeout: time.Minute},
+		"progressing default none":          {item: item(progressing(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: timeout.Disabled(), Abort: cfg.Abort}},
+		"progressing spec wins over none":   {item: item(progressing(t0), specTimeout("1m")), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: timeout.Disabled(), Abort: cfg.Abort}, action: ActionAbort, timeout: time.Minute},
 		"progressing bad spec uses default": {item: item(progressing(t0), specTimeout("soon")), now: t0.Add(time.Minute), cfg: cfg, requeue: 9 * time.Minute, wantErr: true},
 		"init counts as running":            {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseInit }), now: t0.Add(11 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute},
 		"abort pending":                     {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(11 * time.Minute), cfg: cfg, requeue: 4 * time.Minute},
 		"abort due":                         {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(15 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
-		"abort none":                        {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: Disabled()}},
+		"abort none":                        {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: timeout.Disabled()}},
 		"aborted item already finished":     {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
 		"deleting is not aborted":           {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseDeleting }), now: t0.Add(time.Hour), cfg: cfg},
 		"earliest of pickup and progressing": {item: item(progressing(t0), reconcileTime(t0.Add(8*time.Minute))), now: t0.Add(9 * time.Minute), cfg: cfg,
@@ -113,7 +114,7 @@ func TestTimeoutFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--pickup-timeout=none", "--progressing-timeout=90s"}); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Pickup.Disabled || cfg.Progressing != After(90*time.Second) || cfg.Abort != After(DefaultAbortTimeout) {
+	if !cfg.Pickup.Disabled || cfg.Progressing != timeout.After(90*time.Second) || cfg.Abort != timeout.After(DefaultAbortTimeout) {
 		t.Errorf("parsed %+v", cfg)
 	}
 	if got := cfg.Pickup.String(); got != "none" {
