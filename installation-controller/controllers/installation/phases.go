@@ -526,6 +526,25 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 		return outcome{}, err
 	}
 	job := s.inst.Status.JobID
+	// What this job created is in the status; the caches (other informers)
+	// may not show it yet. A sub-object missing from them is waited for, not
+	// taken for absent: else the job would finish before it.
+	have := map[string]bool{}
+	for _, sub := range subs {
+		have[sub.Name] = true
+	}
+	var missing []string
+	for _, ref := range s.inst.Status.InstallationReferences {
+		if !have[ref.Reference.Name] {
+			missing = append(missing, "sub-installation "+ref.Reference.Name)
+		}
+	}
+	if ref := s.inst.Status.ExecutionReference; ref != nil && exec == nil {
+		missing = append(missing, "execution "+ref.Name)
+	}
+	if len(missing) > 0 {
+		return wait("%s to appear in the cache", strings.Join(missing, ", "))
+	}
 	var working, failed []string
 	check := func(kind, name, finished string, phase lsv1alpha1.Phase) {
 		switch {

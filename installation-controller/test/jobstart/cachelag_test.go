@@ -1,0 +1,105 @@
+package jobstart_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/kit/app"
+	"github.com/terrace-dev/terrace/kit/testenv"
+)
+
+// A job whose execution the cache does not show (the Execution informer lags
+// behind the Installation's) waits for it in Progressing: it does not take
+// the execution for absent and finish before its deploy items.
+func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
+	g := NewWithT(t)
+	scheme, err := app.Scheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	env := testenv.StartT(t, scheme)
+	ctx := context.Background()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	cached, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// While hide is set, the reconciler's reads do not find the execution.
+	var hide atomic.Bool
+	c := interceptor.NewClient(cached, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*lsv1alpha1.Execution); ok && hide.Load() {
+				return apierrors.NewNotFound(lsv1alpha1.SchemeGroupVersion.WithResource("executions").GroupResource(), key.Name)
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	})
+	r := &installation.Reconciler{Client: c, APIReader: env.Client, Recorder: mgr.GetEventRecorder("cachelag-test")}
+	g.Expect(r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	t.Cleanup(stopCache)
+	go func() { _ = mgr.GetCache().Start(cacheCtx) }()
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cachelag"}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "cachelag",
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
+	})).To(Succeed())
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "cachelag", Name: "root"}}
+	cachedInst := func() (*lsv1alpha1.Installation, error) {
+		i := &lsv1alpha1.Installation{}
+		return i, mgr.GetCache().Get(ctx, req.NamespacedName, i)
+	}
+	g.Eventually(func() error { _, err := cachedInst(); return err }, timeout).Should(Succeed())
+
+	// The job starts: the execution is created and handed the job.
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	inst := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
+	job := inst.Status.JobID
+
+	// The execution finishes (as its controller would report it), and the
+	// installation's cache shows the job - but not, yet, the execution.
+	exec := &lsv1alpha1.Execution{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, exec)).To(Succeed())
+	exec.Status.JobIDFinished, exec.Status.Phase = job, lsv1alpha1.PhaseSucceeded
+	g.Expect(env.Client.Status().Update(ctx, exec, client.FieldOwner("execution-controller"))).To(Succeed())
+	g.Eventually(func() (string, error) { i, err := cachedInst(); return i.Status.JobID, err }, timeout).Should(Equal(job))
+	g.Eventually(func() (string, error) {
+		e := &lsv1alpha1.Execution{}
+		return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
+	}, timeout).Should(Equal(job))
+	hide.Store(true)
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "the job waits for the execution it created")
+	g.Expect(inst.Status.JobIDFinished).NotTo(Equal(job))
+
+	// Once the cache shows it, the job finishes.
+	hide.Store(false)
+	g.Eventually(func(g Gomega) {
+		_, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+		g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}, timeout).Should(Succeed())
+}
