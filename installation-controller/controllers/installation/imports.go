@@ -55,7 +55,7 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 	for _, t := range inst.Spec.Imports.Targets {
 		name := ScopedName(scope, t.Target)
 		tgt := &lsv1alpha1.Target{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
+		if err := r.getImport(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
 			}
@@ -119,12 +119,25 @@ func targetValue(t *lsv1alpha1.Target) map[string]any {
 	}
 }
 
+// getImport reads an imported DataObject or Target from the cache. One the
+// cache does not show is read from the API server before it counts as
+// missing (which fails the job): a parent writes its context objects, and a
+// predecessor its exports, right before the write that wakes this reconcile,
+// and their informer may not have them yet.
+func (r *Reconciler) getImport(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return r.APIReader.Get(ctx, key, obj)
+	}
+	return err
+}
+
 func (r *Reconciler) readDataImport(ctx context.Context, ns, scope string, d lsv1alpha1.DataImport) (any, error) {
 	switch {
 	case d.DataRef != "":
 		name := ScopedName(scope, d.DataRef)
 		do := &lsv1alpha1.DataObject{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
+		if err := r.getImport(ctx, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: DataObject %s/%s does not exist%s", d.Name, ns, name, scopeHint(scope, d.DataRef))
 			}

@@ -2,6 +2,7 @@ package jobstart_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,10 +25,11 @@ import (
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
-// A job whose execution the cache does not show (the Execution informer lags
-// behind the Installation's) waits for it in Progressing: it does not take
-// the execution for absent and finish before its deploy items.
-func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
+// handDriven starts an API server and a reconciler reading through the
+// cache of a manager that is never started (the test calls Reconcile), with
+// reads of objects of the kinds for which hidden returns true answered
+// NotFound: a cache that has not caught up with them yet.
+func handDriven(t *testing.T, hidden func(client.Object) bool) (*testenv.Env, *installation.Reconciler, ctrl.Manager) {
 	g := NewWithT(t)
 	scheme, err := app.Scheme()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -36,13 +39,10 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cached, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
 	g.Expect(err).NotTo(HaveOccurred())
-
-	// While hide is set, the reconciler's reads do not find the execution.
-	var hide atomic.Bool
 	c := interceptor.NewClient(cached, interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*lsv1alpha1.Execution); ok && hide.Load() {
-				return apierrors.NewNotFound(lsv1alpha1.SchemeGroupVersion.WithResource("executions").GroupResource(), key.Name)
+			if hidden(obj) {
+				return apierrors.NewNotFound(schema.GroupResource{Group: lsv1alpha1.SchemeGroupVersion.Group, Resource: fmt.Sprintf("%T", obj)}, key.Name)
 			}
 			return cl.Get(ctx, key, obj, opts...)
 		},
@@ -53,8 +53,24 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 	t.Cleanup(stopCache)
 	go func() { _ = mgr.GetCache().Start(cacheCtx) }()
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-
 	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cachelag"}})).To(Succeed())
+	return env, r, mgr
+}
+
+// A job whose execution the cache does not show (the Execution informer lags
+// behind the Installation's) waits for it in Progressing: it does not take
+// the execution for absent and finish before its deploy items.
+func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// While hide is set, the reconciler's reads do not find the execution.
+	var hide atomic.Bool
+	env, r, mgr := handDriven(t, func(obj client.Object) bool {
+		_, isExec := obj.(*lsv1alpha1.Execution)
+		return isExec && hide.Load()
+	})
+	var err error
+
 	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
 		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "cachelag",
 			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
@@ -102,4 +118,35 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
 		g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
 	}, timeout).Should(Succeed())
+}
+
+// An imported DataObject the cache does not show yet (a parent's context
+// object or a predecessor's export, written right before the write that
+// woke the reconcile) is read from the API server: the job starts, instead
+// of failing with ImportNotFound.
+func TestImportTheCacheDoesNotShowIsReadLive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, r, mgr := handDriven(t, func(obj client.Object) bool {
+		_, isData := obj.(*lsv1alpha1.DataObject)
+		return isData
+	})
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: "cachelag", Name: "cfg"},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"hello"`))})).To(Succeed())
+	inst := &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "importer", Namespace: "cachelag",
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: "imports:\n- name: greeting\n  type: data\n" + blueprintYAML}}}},
+	}
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "greeting", DataRef: "cfg"}}
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(inst)}
+	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
+
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.LastError).To(BeNil())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
 }
