@@ -42,6 +42,20 @@ func WriteExport(ctx context.Context, c client.Client, fieldOwner string, di *ls
 	return nil
 }
 
+// ClearExport is WriteExport for an item that exports nothing (any more):
+// it deletes the export Secret a former job wrote and clears
+// status.exportRef, so the execution does not carry an old export forward.
+func ClearExport(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem) error {
+	if di.Status.ExportReference == nil {
+		return nil
+	}
+	if err := DeleteExport(ctx, c, di); err != nil {
+		return err
+	}
+	di.Status.ExportReference = nil
+	return nil
+}
+
 // DeleteExport deletes the item's export Secret, if any.
 func DeleteExport(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem) error {
 	s := &corev1.Secret{}

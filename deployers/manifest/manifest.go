@@ -223,8 +223,13 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 		if err != nil {
 			return lib.Result{}, err
 		}
-		if notReady == "" && data != nil {
+		switch {
+		case notReady == "" && data != nil:
 			if err := lib.WriteExport(ctx, d.client, d.fieldOwner, di, data); err != nil {
+				return lib.Result{}, err
+			}
+		case notReady == "":
+			if err := lib.ClearExport(ctx, d.client, di); err != nil {
 				return lib.Result{}, err
 			}
 		}

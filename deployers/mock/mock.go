@@ -163,6 +163,8 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 		if err := lib.WriteExport(ctx, d.client, d.fieldOwner, di, cfg.Export.Raw); err != nil {
 			return lib.Result{}, err
 		}
+	} else if err := lib.ClearExport(ctx, d.client, di); err != nil {
+		return lib.Result{}, err
 	}
 	switch lsv1alpha1.Phase(cfg.Phase) {
 	case lsv1alpha1.PhaseFailed:

@@ -264,6 +264,26 @@ func TestGenerationChangeStartsJob(t *testing.T) {
 	g.Expect(got.Status.LastError).To(BeNil())
 }
 
+// An item whose configuration stops exporting drops its export: the next
+// job deletes the export Secret and clears status.exportRef, so no old
+// export is carried forward.
+func TestExportDroppedWhenNoLongerConfigured(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	di := item(ns, "exp", `{`+header+`,"export":{"url":"https://example.org"}}`)
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished(),
+		WithTransform(func(d *lsv1alpha1.DeployItem) *lsv1alpha1.ObjectReference { return d.Status.ExportReference }, Not(BeNil()))))
+
+	g.Expect(testutil.Update(ctx, env.Client, get(g, di)(), func(cur *lsv1alpha1.DeployItem) {
+		cur.Spec.Config = &runtime.RawExtension{Raw: []byte(`{` + header + `}`)}
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished(),
+		HaveField("Status.ObservedGeneration", int64(2)), HaveField("Status.ExportReference", BeNil())))
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exp-export"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the export Secret is deleted: %v", err)
+}
+
 func TestForceReconcile(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
