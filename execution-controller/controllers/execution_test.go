@@ -604,3 +604,35 @@ func TestOwnedExecutionWhoseOwnerIsGoneDeletesItself(t *testing.T) {
 		g.Expect(items.Items).To(BeEmpty())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
+
+// An export that retrying cannot read (the Secret an item's exportRef names
+// is gone) fails the job with ExportsFailed, instead of retrying Completing
+// for ever.
+func TestMissingExportSecretFailsTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	// No deployer serves the item: the test reports its outcome by hand.
+	it := mockItem("a", mockv1alpha1.ProviderConfiguration{})
+	it.Type = noDeployerType
+	exec := newExecution(ns, "exports", it)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	var job string
+	g.Eventually(func(g Gomega) {
+		job = getItem(g, ns, "exports", "a").Status.JobID
+		g.Expect(job).NotTo(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		di := getItem(g, ns, "exports", "a")
+		di.Status.Phase, di.Status.JobIDFinished = lsv1alpha1.PhaseSucceeded, job
+		di.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: "gone-export", Namespace: ns}
+		g.Expect(env.Client.Status().Update(ctx, di)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(done.Status.LastError.Reason).To(Equal(execution.ReasonExportsFailed))
+	g.Expect(done.Status.LastError.Message).To(ContainSubstring("gone-export"))
+	g.Expect(done.Status.LastError.Codes).To(ContainElement(lsv1alpha1.ErrorConfigurationProblem))
+}

@@ -19,6 +19,11 @@ import (
 // exported value (JSON or YAML).
 const ExportSecretKey = "export"
 
+// exportProblem is an export that retrying cannot read: the job fails with it.
+type exportProblem struct{ error }
+
+func (e exportProblem) Unwrap() error { return e.error }
+
 // gatherExports collects the exports of the items (the Secrets their
 // status.exportRef names) into one DataObject, {<item name>: <value>}, and
 // points status.exportRef at it. Items without exportRef contribute nothing;
@@ -33,15 +38,21 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 		}
 		ref := di.Status.ExportReference
 		if ref.Namespace != "" && ref.Namespace != di.Namespace {
-			return fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", t.Name, ref.Namespace)
+			return exportProblem{fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", t.Name, ref.Namespace)}
 		}
 		secret := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: di.Namespace, Name: ref.Name}, secret); err != nil {
-			return fmt.Errorf("reading exports of deploy item %s: %w", t.Name, err)
+			err = fmt.Errorf("reading exports of deploy item %s: %w", t.Name, err)
+			if apierrors.IsNotFound(err) {
+				// The deployer writes the Secret before it names it: one that
+				// is missing was deleted, and stays missing until the item runs again.
+				return exportProblem{err}
+			}
+			return err
 		}
 		v, err := decodeExport(secret)
 		if err != nil {
-			return fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", t.Name, ref.Name, err)
+			return exportProblem{fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", t.Name, ref.Name, err)}
 		}
 		data[t.Name] = v
 	}

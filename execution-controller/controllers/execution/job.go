@@ -376,6 +376,11 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseCompleting)
 		err := r.gatherExports(pctx, s)
 		tracing.EndStep(span, err)
+		var problem exportProblem
+		if errors.As(err, &problem) {
+			r.failJob(ctx, s, OperationReconcile, ReasonExportsFailed, problem.Error(), lsv1alpha1.ErrorConfigurationProblem)
+			return ctrl.Result{}, nil
+		}
 		if err != nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
