@@ -350,6 +350,53 @@ func TestOrphanedSpaceRequests(t *testing.T) {
 	g.Expect(srRet.DeletionTimestamp).To(BeNil(), "Retain: the orphan is kept")
 }
 
+// TestTargetMadeForAClaimThatWentIsDeleted: a claim deleted in the moment its
+// SpaceRequest turned Ready can still get a target (the provisioner's cache
+// showed the claim). That target, never bound, is an orphan: with Delete it
+// is deleted, and with it the SpaceRequest; nothing is left for a later claim
+// of the same name to inherit.
+func TestTargetMadeForAClaimThatWentIsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("late-target")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	claim := createClaim(t, n, "gone", n, appstudiov1alpha1.SandboxProvisioner)
+	startManager(t, 2)
+	sr := waitForOneSpaceRequest(t, claim)
+	// The target as the racing provisioner made it (before the stub reports
+	// the SpaceRequest Ready, so the orphan reconciler finds it once the
+	// claim goes).
+	dt := &appstudiov1alpha1.DeploymentTarget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: sr.Name, Finalizers: []string{appstudiov1alpha1.TargetFinalizer},
+			Annotations: map[string]string{
+				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+				appstudiov1alpha1.SpaceRequestAnnotation:  sr.Name,
+			}},
+		Spec: appstudiov1alpha1.DeploymentTargetSpec{
+			DeploymentTargetClassName: n,
+			ClaimRef:                  &appstudiov1alpha1.DeploymentTargetClaimReference{Name: claim.Name},
+			KubernetesClusterCredentials: appstudiov1alpha1.DeploymentTargetKubernetesClusterCredentials{
+				DefaultNamespace: n + "-" + sr.Name, APIURL: apiURL, ClusterCredentialsSecret: sr.Name + "-kubeconfig",
+			},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, dt)).To(Succeed())
+	playStub(t, sr)
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+
+	// The orphaned target is deleted, and its deletion deletes the
+	// SpaceRequest (which the stub, played here, then lets go).
+	g.Eventually(func(g Gomega) {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the orphaned target's deletion deletes the SpaceRequest")
+	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
+	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: sr.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the orphaned target is gone")
+}
+
 // TestOnlySandboxClaimsAreProvisioned: claims for another provisioner, not
 // marked at all, or already bound are left alone; class parameters choose
 // the tier.

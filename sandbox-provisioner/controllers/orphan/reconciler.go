@@ -4,6 +4,11 @@
 // from them, and their class's reclaimPolicy is Delete. A class that no
 // longer exists counts as Delete, its default. With Retain the SpaceRequest
 // is kept and an event says so.
+//
+// A target made from the SpaceRequest in the moment its claim went (the
+// provisioner's cache still showed the claim) was never bound: it is an
+// orphan too, and with Delete it is deleted, which deletes the SpaceRequest
+// (package target). A later claim of the same name does not inherit it.
 package orphan
 
 import (
@@ -42,7 +47,7 @@ const (
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler cleans up orphaned SpaceRequests.
@@ -100,6 +105,9 @@ func targetToSpaceRequest(_ context.Context, o client.Object) []reconcile.Reques
 type scope struct {
 	sr   *toolchainv1alpha1.SpaceRequest
 	stop bool
+	// orphanTarget is a target made from the SpaceRequest for the claim
+	// that is gone, never bound: deleted instead of the SpaceRequest.
+	orphanTarget *appstudiov1alpha1.DeploymentTarget
 }
 
 type phase func(ctx context.Context, s *scope) error
@@ -123,8 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", appstudiov1alpha1.ClaimOf(sr)))
 	err := sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
 		r.checkClaim(r.Client),
-		r.checkTarget,
 		r.checkClaim(r.APIReader), // confirm with the API server before deleting
+		r.checkTarget,
 		r.deleteIfReclaimPolicyDelete,
 	})
 	if err != nil && !apierrors.IsConflict(err) {
@@ -154,7 +162,8 @@ func (r *Reconciler) checkClaim(reader client.Reader) phase {
 }
 
 // checkTarget stops if a target was made from the SpaceRequest: then the
-// target's deletion deletes it.
+// target's deletion deletes it. A target that still names the gone claim and
+// was never bound (made in the moment the claim went) is an orphan itself.
 func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sr), dt)
@@ -163,6 +172,12 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	}
 	if err != nil {
 		return fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
+	}
+	neverBound := dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseBound && dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseReleased
+	if dt.DeletionTimestamp.IsZero() && neverBound && sandbox.ProvisionedBySandbox(dt) &&
+		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name == appstudiov1alpha1.ClaimOf(s.sr) {
+		s.orphanTarget = dt
+		return nil
 	}
 	s.stop = true
 	return nil
@@ -187,9 +202,27 @@ func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) 
 
 	if policy != appstudiov1alpha1.ReclaimPolicyDelete {
 		log.Info("keeping orphaned SpaceRequest", "reclaimPolicy", policy)
+		made := "no target was made"
+		if s.orphanTarget != nil {
+			made = "target " + s.orphanTarget.Name + " made from it was never bound"
+		}
 		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
-			"Claim %s is gone and no target was made; kept because class %s has reclaimPolicy %s",
-			appstudiov1alpha1.ClaimOf(s.sr), className, policy)
+			"Claim %s is gone and %s; kept because class %s has reclaimPolicy %s",
+			appstudiov1alpha1.ClaimOf(s.sr), made, className, policy)
+		return nil
+	}
+	if dt := s.orphanTarget; dt != nil {
+		// Deleting the target deletes the SpaceRequest first (package target).
+		spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
+		err = client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID}))
+		tracing.EndStep(span, err)
+		if err != nil {
+			return fmt.Errorf("deleting orphaned DeploymentTarget %s: %w", dt.Name, err)
+		}
+		log.Info("deleted a target made for a claim that is gone", "target", dt.Name, "class", className)
+		r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
+			"Claim %s went before target %s made from this SpaceRequest was bound; deleted the target (class %s, reclaimPolicy Delete)",
+			appstudiov1alpha1.ClaimOf(s.sr), dt.Name, className)
 		return nil
 	}
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphan")
