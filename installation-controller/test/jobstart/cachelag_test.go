@@ -2,60 +2,17 @@ package jobstart_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
-	"github.com/terrace-dev/terrace/kit/app"
-	"github.com/terrace-dev/terrace/kit/testenv"
 )
-
-// handDriven starts an API server and a reconciler reading through the
-// cache of a manager that is never started (the test calls Reconcile), with
-// reads of objects of the kinds for which hidden returns true answered
-// NotFound: a cache that has not caught up with them yet.
-func handDriven(t *testing.T, hidden func(client.Object) bool) (*testenv.Env, *installation.Reconciler, ctrl.Manager) {
-	g := NewWithT(t)
-	scheme, err := app.Scheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	env := testenv.StartT(t, scheme)
-	ctx := context.Background()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	cached, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
-	g.Expect(err).NotTo(HaveOccurred())
-	c := interceptor.NewClient(cached, interceptor.Funcs{
-		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if hidden(obj) {
-				return apierrors.NewNotFound(schema.GroupResource{Group: lsv1alpha1.SchemeGroupVersion.Group, Resource: fmt.Sprintf("%T", obj)}, key.Name)
-			}
-			return cl.Get(ctx, key, obj, opts...)
-		},
-	})
-	r := &installation.Reconciler{Client: c, APIReader: env.Client, Recorder: mgr.GetEventRecorder("cachelag-test")}
-	g.Expect(r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	t.Cleanup(stopCache)
-	go func() { _ = mgr.GetCache().Start(cacheCtx) }()
-	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cachelag"}})).To(Succeed())
-	return env, r, mgr
-}
 
 // A job whose execution the cache does not show (the Execution informer lags
 // behind the Installation's) waits for it in Progressing: it does not take
@@ -65,10 +22,10 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 	ctx := context.Background()
 	// While hide is set, the reconciler's reads do not find the execution.
 	var hide atomic.Bool
-	env, r, mgr := handDriven(t, func(obj client.Object) bool {
+	env, r, mgr := handDriven(t, "cachelag", hiding(func(obj client.Object) bool {
 		_, isExec := obj.(*lsv1alpha1.Execution)
 		return isExec && hide.Load()
-	})
+	}))
 	var err error
 
 	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
@@ -127,10 +84,10 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 func TestImportTheCacheDoesNotShowIsReadLive(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, r, mgr := handDriven(t, func(obj client.Object) bool {
+	env, r, mgr := handDriven(t, "cachelag", hiding(func(obj client.Object) bool {
 		_, isData := obj.(*lsv1alpha1.DataObject)
 		return isData
-	})
+	}))
 	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: "cachelag", Name: "cfg"},
 		Data: lsv1alpha1.NewAnyJSON([]byte(`"hello"`))})).To(Succeed())
 	inst := &lsv1alpha1.Installation{

@@ -18,21 +18,16 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
-	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
@@ -54,46 +49,29 @@ const timeout = 30 * time.Second
 
 func TestRootJobHandsOverBeforeConsumingTheAnnotation(t *testing.T) {
 	g := NewWithT(t)
-	scheme, err := app.Scheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	env := testenv.StartT(t, scheme)
 	ctx := context.Background()
-
-	// A manager that is never started: SetupWithManager prepares the
-	// reconciler and registers its field indexes on the manager's cache,
-	// which runs on its own; the test calls Reconcile itself. The reconciler
-	// reads from that cache, as in production.
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	cached, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
-	g.Expect(err).NotTo(HaveOccurred())
 
 	// The first metadata patch of the installation conflicts, as it would
 	// after a concurrent change; before answering, record what the API
 	// server shows of the execution at that moment.
 	var patches atomic.Int32
 	handedWhenConsumed := "(no execution)"
-	c := interceptor.NewClient(cached, interceptor.Funcs{
-		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if _, ok := obj.(*lsv1alpha1.Installation); ok && patches.Add(1) == 1 {
-				exec := &lsv1alpha1.Execution{}
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), exec); err == nil {
-					handedWhenConsumed = exec.Status.JobID
+	env, r, mgr := handDriven(t, "jobstart", func(env *testenv.Env) interceptor.Funcs {
+		return interceptor.Funcs{
+			Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if _, ok := obj.(*lsv1alpha1.Installation); ok && patches.Add(1) == 1 {
+					exec := &lsv1alpha1.Execution{}
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), exec); err == nil {
+						handedWhenConsumed = exec.Status.JobID
+					}
+					return apierrors.NewConflict(schema.GroupResource{Group: lsv1alpha1.SchemeGroupVersion.Group, Resource: "installations"},
+						obj.GetName(), errors.New("injected by the test"))
 				}
-				return apierrors.NewConflict(schema.GroupResource{Group: lsv1alpha1.SchemeGroupVersion.Group, Resource: "installations"},
-					obj.GetName(), errors.New("injected by the test"))
-			}
-			return cl.Patch(ctx, obj, patch, opts...)
-		},
+				return cl.Patch(ctx, obj, patch, opts...)
+			},
+		}
 	})
-	r := &installation.Reconciler{Client: c, APIReader: env.Client, Recorder: mgr.GetEventRecorder("jobstart-test")}
-	g.Expect(r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	t.Cleanup(stopCache)
-	go func() { _ = mgr.GetCache().Start(cacheCtx) }()
-	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
-	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "jobstart"}})).To(Succeed())
 	inst := &lsv1alpha1.Installation{
 		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "jobstart",
 			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
