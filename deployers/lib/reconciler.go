@@ -731,9 +731,9 @@ func (r *Reconciler) request(s *scope, forced bool) *Request {
 func (r *Reconciler) deadline(di *lsv1alpha1.DeployItem) time.Time {
 	t := r.opts.DefaultTimeout
 	if di.Spec.Timeout != nil {
-		// The schema admits only durations and "none"; one Parse refuses
-		// (zero) falls back to the default, as the execution controller's
-		// progressing timeout does.
+		// The schema admits only durations and "none"; a value Parse
+		// refuses (zero) falls back to the default, as the execution
+		// controller's progressing timeout does.
 		if v, err := timeout.Parse(string(*di.Spec.Timeout)); err == nil {
 			t = v
 		}
