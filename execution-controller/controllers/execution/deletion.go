@@ -168,31 +168,6 @@ func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error)
 	return false, nil
 }
 
-// ownerGone reports whether the installation owning exec will never hand it
-// a deletion job: it is gone (or replaced by a namesake), or it is being
-// deleted without its finalizer, so its deletion job never runs (the
-// finalizer was removed by hand, or it was deleted before its first job
-// added it). The execution then deletes itself as a root execution does, or
-// its finalizer would never go. Read live (the controller caches no
-// installations), and only for an owned execution being deleted.
-func (r *Reconciler) ownerGone(ctx context.Context, exec *lsv1alpha1.Execution) (bool, error) {
-	ref := metav1.GetControllerOf(exec)
-	if ref == nil || ref.Kind != "Installation" {
-		return true, nil
-	}
-	owner := &lsv1alpha1.Installation{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: exec.Namespace, Name: ref.Name}, owner); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("reading owning installation %s: %w", ref.Name, err)
-	}
-	if owner.UID != ref.UID {
-		return true, nil
-	}
-	return owner.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(owner, lsv1alpha1.Finalizer), nil
-}
-
 // handleDeletion runs the deletion flow once the execution has a deletion
 // timestamp: InitDelete (a deletion job; delete-without-uninstall passed on)
 // → TriggerDelete (items deleted in reverse dependency order) → Deleting

@@ -29,6 +29,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
@@ -131,7 +132,7 @@ type scope struct {
 	done bool
 	// root: the execution runs jobs of its own and is status.jobID's writer
 	// (no installation owns it, or it is being deleted and its owner will
-	// never hand it a deletion job; see ownerGone).
+	// never hand it a deletion job; see jobid.ParentGone).
 	root bool
 }
 
@@ -159,7 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{exec: exec, before: *exec.Status.DeepCopy(), root: isRoot(exec)}
 	defer func() { tracing.EndReconcile(span, string(s.exec.Status.Phase), retErr) }()
 	if !s.root && exec.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(exec, lsv1alpha1.Finalizer) {
-		gone, err := r.ownerGone(ctx, exec)
+		// Read live: this controller caches no installations.
+		gone, err := jobid.ParentGone(ctx, r.APIReader, exec)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -484,38 +484,13 @@ func btoi(b bool) int {
 	return 0
 }
 
-// parentGone reports whether the parent of sub-installation inst will never
-// hand it a deletion job: it is gone (or replaced by a namesake), or it is
-// being deleted without its finalizer, so its own deletion job never runs
-// (its finalizer was removed by hand, or it was deleted in the moment
-// between its first job's hand-over and the write that adds the finalizer).
-// The cache is enough: the parent existed before the child, and the
-// informer shows the parent's deletion before the garbage collector's
-// deletion of the child.
-func (r *Reconciler) parentGone(ctx context.Context, inst *lsv1alpha1.Installation) (bool, error) {
-	ref := metav1.GetControllerOf(inst)
-	if ref == nil {
-		return true, nil
-	}
-	parent := &lsv1alpha1.Installation{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, parent); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("reading parent installation %s: %w", ref.Name, err)
-	}
-	if parent.UID != ref.UID {
-		return true, nil
-	}
-	return parent.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(parent, lsv1alpha1.Finalizer), nil
-}
-
 // startJob applies the start rules (package jobs) and starts a job when they say so.
 func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	inst := s.inst
 	state := jobState(inst)
 	if state.Deleting && !state.Root {
-		gone, err := r.parentGone(ctx, inst)
+		// From the cache: see jobid.ParentGone.
+		gone, err := jobid.ParentGone(ctx, r.Client, inst)
 		if err != nil {
 			return ctrl.Result{}, true, err
 		}
