@@ -748,12 +748,6 @@ func (r *Reconciler) deadline(di *lsv1alpha1.DeployItem) time.Time {
 	return start.Add(t.Duration)
 }
 
-// pastDeadline reports whether the item's deadline (if any) has passed.
-func (r *Reconciler) pastDeadline(di *lsv1alpha1.DeployItem) bool {
-	dl := r.deadline(di)
-	return !dl.IsZero() && r.now().After(dl)
-}
-
 func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 	if stop, err := r.runHooks(ctx, s, extension.BeforeAbortHook); err != nil || stop {
 		return true, err
@@ -868,6 +862,8 @@ func (r *Reconciler) startDeletion(s *scope) {
 // Failed, other errors → retried with back-off.
 func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phase, defaultReason string, res Result, err error) {
 	di := s.item
+	dl := r.deadline(di)
+	pastDeadline := !dl.IsZero() && r.now().After(dl)
 	switch {
 	case err == nil && !res.Pending:
 		if running == lsv1alpha1.PhaseDeleting {
@@ -880,7 +876,7 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 			msg = "job " + di.Status.JobID + " succeeded"
 		}
 		r.setReady(s, metav1.ConditionTrue, ReasonSucceeded, msg)
-	case err == nil && running == lsv1alpha1.PhaseDeleting && r.pastDeadline(di):
+	case err == nil && running == lsv1alpha1.PhaseDeleting && pastDeadline:
 		// Nobody aborts a deletion (the execution controller's progressing
 		// timeout is for install jobs): one that is still pending at its
 		// deadline fails, and the execution reports DeleteFailed.
@@ -896,14 +892,13 @@ func (r *Reconciler) outcome(s *scope, operation string, running lsv1alpha1.Phas
 		di.Status.Phase = running
 		r.setReady(s, metav1.ConditionFalse, string(running), res.Message)
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
-		if dl := r.deadline(di); running == lsv1alpha1.PhaseDeleting && !dl.IsZero() {
+		if running == lsv1alpha1.PhaseDeleting && !dl.IsZero() {
 			// Back at the deadline at the latest, to end the deletion there.
 			s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: max(dl.Sub(r.now())+100*time.Millisecond, 100*time.Millisecond)})
 		}
 	default:
 		reason, msg, codes := toLastError(operation, defaultReason, err)
-		dl := r.deadline(di)
-		if IsPermanent(err) || r.pastDeadline(di) {
+		if IsPermanent(err) || pastDeadline {
 			if !IsPermanent(err) {
 				codes = append(codes, lsv1alpha1.ErrorTimeout)
 			}

@@ -300,12 +300,12 @@ func findPolicy(resources []manifestv1alpha2.ManagedResourceStatus, obj *unstruc
 	return resources[i].Policy
 }
 
-// dropped returns the previously managed resources that left the configuration.
 // merged is cur followed by the resources of prev that cur lacks.
 func merged(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
 	return append(slices.Clone(cur), dropped(prev, cur)...)
 }
 
+// dropped returns the previously managed resources that left the configuration.
 func dropped(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
 	key := func(r manifestv1alpha2.TypedObjectReference) string {
 		gv, _ := schema.ParseGroupVersion(r.APIVersion)
