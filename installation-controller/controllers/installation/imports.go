@@ -31,10 +31,28 @@ type imports struct {
 	configurations map[string]any
 }
 
+// importReads says where resolveImports reads imported DataObjects and
+// Targets from (Secrets and ConfigMaps are always read from the API server).
+type importReads bool
+
+const (
+	// fromCache reads them from the informer cache, and from the API server
+	// only what the cache does not show.
+	fromCache importReads = false
+	// fromAPIServer reads them from the API server. A job's Init does: the
+	// values it starts with must be the current ones, not what a lagging
+	// informer shows. A user who updates an import and then starts a job,
+	// or a parent that rewrites its context right before it hands the job
+	// over, would else start the job with the old value, and Completing,
+	// reading the new one, would fail it with ImportsChanged although nothing
+	// changed during the job. One GET per such import per job.
+	fromAPIServer importReads = true
+)
+
 // resolveImports reads every import, applies the import data mappings and
 // checks the result against the blueprint. Every error is fatal: the job
 // cannot continue without its imports; a user fixes them and starts a new job.
-func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint) (*imports, error) {
+func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, reads importReads) (*imports, error) {
 	scope := parentName(inst)
 	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, targetNames: map[string]string{}}
 
@@ -45,7 +63,7 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 	im.configurations = cfg
 
 	for _, d := range inst.Spec.Imports.Data {
-		v, err := r.readDataImport(ctx, inst.Namespace, scope, d)
+		v, err := r.readDataImport(ctx, reads, inst.Namespace, scope, d)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +73,7 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 	for _, t := range inst.Spec.Imports.Targets {
 		name := ScopedName(scope, t.Target)
 		tgt := &lsv1alpha1.Target{}
-		if err := r.getImport(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
+		if err := r.getImport(ctx, reads, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
 			}
@@ -119,12 +137,15 @@ func targetValue(t *lsv1alpha1.Target) map[string]any {
 	}
 }
 
-// getImport reads an imported DataObject or Target from the cache. One the
-// cache does not show is read from the API server before it counts as
+// getImport reads an imported DataObject or Target (see importReads). One
+// the cache does not show is read from the API server before it counts as
 // missing (which fails the job): a parent writes its context objects, and a
 // predecessor its exports, right before the write that wakes this reconcile,
 // and their informer may not have them yet.
-func (r *Reconciler) getImport(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+func (r *Reconciler) getImport(ctx context.Context, reads importReads, key client.ObjectKey, obj client.Object) error {
+	if reads == fromAPIServer {
+		return r.APIReader.Get(ctx, key, obj)
+	}
 	err := r.Client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		return r.APIReader.Get(ctx, key, obj)
@@ -132,12 +153,12 @@ func (r *Reconciler) getImport(ctx context.Context, key client.ObjectKey, obj cl
 	return err
 }
 
-func (r *Reconciler) readDataImport(ctx context.Context, ns, scope string, d lsv1alpha1.DataImport) (any, error) {
+func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, scope string, d lsv1alpha1.DataImport) (any, error) {
 	switch {
 	case d.DataRef != "":
 		name := ScopedName(scope, d.DataRef)
 		do := &lsv1alpha1.DataObject{}
-		if err := r.getImport(ctx, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
+		if err := r.getImport(ctx, reads, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: DataObject %s/%s does not exist%s", d.Name, ns, name, scopeHint(scope, d.DataRef))
 			}

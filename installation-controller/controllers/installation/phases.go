@@ -38,7 +38,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 		}
 		return wait("%s", msg)
 	}
-	im, err := r.resolveImports(ctx, inst, bp)
+	im, err := r.resolveImports(ctx, inst, bp, fromAPIServer)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -69,6 +69,9 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	}
 	if err := r.syncSubInstallations(ctx, s, bp, templates); err != nil {
 		return outcome{}, err
+	}
+	if len(s.handDeleted) > 0 {
+		return wait("%s, deleted by hand, to be gone before they are created again", strings.Join(s.handDeleted, ", "))
 	}
 	return next(lsv1alpha1.PhaseCleanupOrphaned)
 }
@@ -284,7 +287,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "execution %s exists but does not belong to this installation", exec.Name)
 		}
 		if exec.DeletionTimestamp != nil {
-			return fmt.Errorf("execution %s is still being deleted", exec.Name)
+			return r.takeOverHandDeletion(ctx, s, exec)
 		}
 		if len(items) == 0 {
 			// The blueprint no longer renders deploy items: the execution is
@@ -313,6 +316,38 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 		}
 	}
 	inst.Status.ExecutionReference = &lsv1alpha1.ObjectReference{Name: exec.Name, Namespace: exec.Namespace}
+	return nil
+}
+
+// takeOverHandDeletion runs the deletion of a sub-object this job renders
+// but finds being deleted. The installation deletes only orphans (what no
+// template renders) and only inside its own jobs, so someone deleted it by
+// hand; its deletion waits for a job from its parent, which no one else
+// hands over. This job hands over its own and Init waits (s.handDeleted)
+// until the object is gone: the owner watch then wakes Init, which creates
+// it again. A deletion that failed fails the job; the next job retries it.
+func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj client.Object) error {
+	job := s.inst.Status.JobID
+	var finished string
+	var phase lsv1alpha1.Phase
+	switch o := obj.(type) {
+	case *lsv1alpha1.Execution:
+		if err := r.handOverExecution(ctx, s, o, job); err != nil {
+			return err
+		}
+		finished, phase = o.Status.JobIDFinished, o.Status.Phase
+	case *lsv1alpha1.Installation:
+		if err := r.handOverInstallation(ctx, s, o, job); err != nil {
+			return err
+		}
+		finished, phase = o.Status.JobIDFinished, o.Status.Phase
+	}
+	what := kindOf(obj) + " " + obj.GetName()
+	if finishedWith(finished, job) && phase == lsv1alpha1.PhaseDeleteFailed {
+		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem,
+			"%s was deleted by hand and its deletion failed (see its status); the next job retries it", what)
+	}
+	s.handDeleted = append(s.handDeleted, what)
 	return nil
 }
 
@@ -387,7 +422,10 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 			continue
 		}
 		if cur.DeletionTimestamp != nil {
-			return fmt.Errorf("sub-installation %s is still being deleted", name)
+			if err := r.takeOverHandDeletion(ctx, s, cur); err != nil {
+				return err
+			}
+			continue
 		}
 		if !equality.Semantic.DeepEqual(cur.Spec, *spec) {
 			before := cur.DeepCopy()
@@ -583,7 +621,7 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 	if err != nil {
 		return outcome{}, err
 	}
-	im, err := r.resolveImports(ctx, inst, bp)
+	im, err := r.currentImports(ctx, inst, bp)
 	if err != nil {
 		var fe *fatalError
 		if asFatal(err, &fe) {
@@ -631,6 +669,18 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		return outcome{}, err
 	}
 	return next(lsv1alpha1.PhaseSucceeded)
+}
+
+// currentImports resolves the imports for Completing from the cache; when
+// they differ from those the job started with (read from the API server in
+// Init), it reads them from the API server before it calls them changed: the
+// cache may still show a value older than Init's.
+func (r *Reconciler) currentImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint) (*imports, error) {
+	im, err := r.resolveImports(ctx, inst, bp, fromCache)
+	if err == nil && im.hash == inst.Status.ImportsHash {
+		return im, nil
+	}
+	return r.resolveImports(ctx, inst, bp, fromAPIServer)
 }
 
 func asFatal(err error, target **fatalError) bool {

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -95,6 +96,11 @@ type Options struct {
 	// Controller overrides the manager's controller defaults (concurrency,
 	// panic recovery); the zero value keeps them.
 	Controller controller.Options
+	// Rechecks spaces out the re-checks of a waiting phase; nil means the
+	// default (500 ms, doubling up to one minute). Re-checks are a safety
+	// net for a missed event: tests set one that never fires in time, so
+	// every wait they pass was ended by a watch event.
+	Rechecks workqueue.TypedRateLimiter[types.NamespacedName]
 }
 
 // AddToManager registers the Installation reconciler with mgr.
@@ -103,6 +109,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(FieldManager),
+		Rechecks:  opts.Rechecks,
 	}
 	return r.SetupWithManager(ctx, mgr, opts.Controller)
 }
@@ -135,10 +142,11 @@ type Reconciler struct {
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
 
-	// waits spaces out the re-checks of a waiting phase (Progressing,
+	// Rechecks spaces out the re-checks of a waiting phase (Progressing,
 	// predecessors, successors) with growing intervals; events normally
-	// arrive first, the re-check only covers missed ones.
-	waits workqueue.TypedRateLimiter[types.NamespacedName]
+	// arrive first, the re-check only covers missed ones. Nil: 500 ms,
+	// doubling up to one minute.
+	Rechecks workqueue.TypedRateLimiter[types.NamespacedName]
 	// metrics records the shared job and phase metrics (kind Installation).
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
@@ -161,7 +169,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	r.waits = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute)
+	if r.Rechecks == nil {
+		r.Rechecks = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute)
+	}
 	r.metrics = metrics.For(Kind)
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ImportsIndex, indexImports); err != nil {
@@ -189,6 +199,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&lsv1alpha1.Installation{}).
 		// A finished predecessor raises a reconcile event for its successors.
 		Watches(&lsv1alpha1.Installation{}, handler.EnqueueRequestsFromMapFunc(r.successorsOf)).
+		// A successor that is gone wakes its predecessors: one being deleted
+		// waits in InitDelete until its successors are gone.
+		Watches(&lsv1alpha1.Installation{}, handler.Funcs{DeleteFunc: r.wakePredecessors}).
 		// An import appearing or changing wakes its importers.
 		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(dataKey))).
 		Watches(&lsv1alpha1.Target{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(targetKey))).
@@ -201,6 +214,18 @@ func (r *Reconciler) successorsOf(ctx context.Context, o client.Object) []ctrl.R
 		return nil
 	}
 	return r.requestsFor(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
+}
+
+// wakePredecessors enqueues the installations that export what a deleted
+// installation imported.
+func (r *Reconciler) wakePredecessors(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+	inst, ok := e.Object.(*lsv1alpha1.Installation)
+	if !ok {
+		return
+	}
+	for _, req := range r.requestsFor(ctx, inst.Namespace, ExportsIndex, importKeys(inst), inst.Name) {
+		q.Add(req)
+	}
 }
 
 func (r *Reconciler) importersOf(key func(string) string) handler.MapFunc {
@@ -250,6 +275,10 @@ type scope struct {
 	// show them without deletionTimestamp, so the next phase waits for the
 	// next reconcile.
 	deleted bool
+	// handDeleted names the sub-objects this job renders that someone
+	// deleted by hand (Init hands them this job's deletion and waits until
+	// they are gone, then creates them again).
+	handDeleted []string
 	// written runs once the status this reconcile computed is stored (the
 	// write succeeded or was not needed): events and metrics of the
 	// transitions it holds, so a write that conflicts reports nothing.
@@ -344,8 +373,8 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
 	r.replaced.Forget(key)
-	if r.waits != nil {
-		r.waits.Forget(key)
+	if r.Rechecks != nil {
+		r.Rechecks.Forget(key)
 	}
 }
 
@@ -550,7 +579,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	// job's start even if the previous job left it Unknown).
 	apimeta.RemoveStatusCondition(&inst.Status.Conditions, lsv1alpha1.ConditionReady)
 	r.setReady(inst, metav1.ConditionUnknown, "Progressing", fmt.Sprintf("job %s started", inst.Status.JobID))
-	r.waits.Forget(key(inst))
+	r.Rechecks.Forget(key(inst))
 	job, started := inst.Status.JobID, r.Now()
 	s.onWritten(func() {
 		r.clock.Start(key(inst), job, started)
@@ -768,7 +797,7 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 			r.Recorder.Eventf(inst, nil, "Warning", fe.reason, string(phase), "%s", msg)
 			r.Recorder.Eventf(inst, nil, "Warning", transition, "Reconcile", "job %s ended %s in phase %s: %s", job, failed, phase, fe.reason)
 		})
-		r.waits.Forget(key(inst))
+		r.Rechecks.Forget(key(inst))
 		return ctrl.Result{}, true, false, nil
 	case err != nil:
 		// A normal error repeats the phase; the controller's rate limiter
@@ -787,14 +816,14 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 		r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
 		return ctrl.Result{}, true, false, nil
 	case out.next == "":
-		delay := r.waits.When(key(inst))
+		delay := r.Rechecks.When(key(inst))
 		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
 		// Say what the job waits for (written only when it changes), so a
 		// stall is never silent.
 		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg))
 		return ctrl.Result{RequeueAfter: delay}, true, false, nil
 	}
-	r.waits.Forget(key(inst))
+	r.Rechecks.Forget(key(inst))
 	log.V(1).Info("phase done", "next", out.next)
 	inst.Status.Phase = out.next
 	if out.next == lsv1alpha1.PhaseSucceeded {
