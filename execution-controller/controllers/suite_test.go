@@ -94,6 +94,13 @@ func (r *running) stop() {
 // when the test ends (or earlier via the returned stop).
 func startManager(t testing.TB, ns string, opts controllers.Options) *running {
 	t.Helper()
+	return startManagerWith(t, ns, opts, nil)
+}
+
+// startManagerWith is startManager with the manager's rest config passed
+// through wrap first (e.g. to count its requests), when wrap is not nil.
+func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config)) *running {
+	t.Helper()
 	ctrlCfg := manager.Options{Concurrency: 4}.ControllerConfig()
 	// Several managers run in one process over the tests' lifetime.
 	ctrlCfg.SkipNameValidation = ptr.To(true)
@@ -101,6 +108,9 @@ func startManager(t testing.TB, ns string, opts controllers.Options) *running {
 	// measures what a deployment gets.
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = manager.DefaultKubeAPIQPS, manager.DefaultKubeAPIBurst
+	if wrap != nil {
+		wrap(cfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -218,7 +218,11 @@ func ignoreConflict(err error) error {
 	return err
 }
 
-// beginJob resets the status for the job in status.jobID.
+// beginJob resets the status for the job in status.jobID. The job takes the
+// spec as it is now: status.observedGeneration records that generation, and
+// every condition the job writes carries it until the next job starts - not
+// metadata.generation, which a spec edited mid-job moves on while the edit
+// waits for the next job.
 func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 	st := &s.exec.Status
 	st.Phase = phase
@@ -229,7 +233,7 @@ func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 	meta.RemoveStatusCondition(&st.Conditions, ConditionProgressing)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonJobStarted,
-		Message: "job " + st.JobID + " started", ObservedGeneration: s.exec.Generation,
+		Message: "job " + st.JobID + " started", ObservedGeneration: st.ObservedGeneration,
 		LastTransitionTime: metav1.NewTime(r.Now()),
 	})
 	// Guarded: a reconcile working from a stale copy (the cache not yet
@@ -264,13 +268,15 @@ func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1al
 	if lastErr != nil {
 		reason, msg, ready = lastErr.Reason, lastErr.Message, metav1.ConditionFalse
 	}
+	// The outcome is the job's: it describes the generation the job started
+	// with, even when the spec was edited since (that edit waits for the next job).
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: msg,
-		ObservedGeneration: s.exec.Generation,
+		ObservedGeneration: st.ObservedGeneration,
 	})
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: lsv1alpha1.ConditionReady, Status: ready, Reason: reason, Message: msg,
-		ObservedGeneration: s.exec.Generation,
+		ObservedGeneration: st.ObservedGeneration,
 	})
 	transition, eventType := ReasonSucceeded, corev1.EventTypeNormal
 	switch phase {
@@ -327,6 +333,10 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	// Validated on every step, not only in Init: a spec edited mid-job
 	// must not leave the job waiting on items that can never start.
 	if err := g.Validate(); err != nil {
+		// The job fails because of the spec as it is now, which this
+		// reconcile did act on: the status describes that generation (newer
+		// than the job's when the spec was edited mid-job).
+		st.ObservedGeneration = s.exec.Generation
 		var cyc *depgraph.CycleError
 		if errors.As(err, &cyc) {
 			r.failJob(ctx, s, OperationReconcile, ReasonCyclicDependencies, err.Error(), lsv1alpha1.ErrorCyclicDependencies)
@@ -384,7 +394,7 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		if err != nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
-				Message: err.Error(), ObservedGeneration: s.exec.Generation,
+				Message: err.Error(), ObservedGeneration: st.ObservedGeneration,
 			})
 			return ctrl.Result{}, err
 		}

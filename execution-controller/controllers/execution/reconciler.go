@@ -29,7 +29,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
@@ -56,9 +55,10 @@ type Reconciler struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server directly: items in the deletion
-	// flow, and export Secrets (not worth caching every Secret of the
-	// cluster). The hand-over needs no live read: its write is guarded by
-	// the resourceVersion.
+	// flow, export Secrets (not worth caching every Secret of the
+	// cluster), and the owning installation of a deleted execution while no
+	// job runs (ownsDeletion). The hand-over needs no live read: its write
+	// is guarded by the resourceVersion.
 	APIReader client.Reader
 	// Recorder emits events on executions.
 	Recorder events.EventRecorder
@@ -82,6 +82,9 @@ type Reconciler struct {
 	// (then it is forgotten): a reconcile that still sees an older copy does
 	// not hand the job over a second time.
 	handedOver stale.Versions
+	// deletionJobs remembers, per deleted owned execution, whether its
+	// running deletion job is its own (see ownsDeletion).
+	deletionJobs deletionJobs
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -132,7 +135,7 @@ type scope struct {
 	done bool
 	// root: the execution runs jobs of its own and is status.jobID's writer
 	// (no installation owns it, or it is being deleted and its owner will
-	// never hand it a deletion job; see jobid.ParentGone).
+	// never hand it a deletion job; see ownsDeletion).
 	root bool
 }
 
@@ -160,12 +163,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{exec: exec, before: *exec.Status.DeepCopy(), root: isRoot(exec)}
 	defer func() { tracing.EndReconcile(span, string(s.exec.Status.Phase), retErr) }()
 	if !s.root && exec.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(exec, lsv1alpha1.Finalizer) {
-		// Read live: this controller caches no installations.
-		gone, err := jobid.ParentGone(ctx, r.APIReader, exec)
+		own, err := r.ownsDeletion(ctx, exec)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		s.root = gone
+		s.root = own
 	}
 	log := logf.FromContext(ctx).WithValues("jobID", exec.Status.JobID, "phase", exec.Status.Phase)
 	ctx = logf.IntoContext(ctx, log)
@@ -199,6 +201,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
 	r.superseded.Forget(key)
+	r.deletionJobs.forget(key)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
