@@ -19,15 +19,7 @@ import (
 func TestSubObjectsDeletedByHandAreCreatedAgainByTheNextJob(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one","two"]`))})
-	fs := map[string]string{
-		"blueprint.yaml":     subPerNameBlueprint + simpleBlueprint("")["blueprint.yaml"],
-		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
-	}
-	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
-	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
-	create(g, inst)
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	rootWithSubsAndExecution(g, ns, `["one","two"]`)
 
 	exec, err := getExec(ns, "root")()
 	g.Expect(err).NotTo(HaveOccurred())

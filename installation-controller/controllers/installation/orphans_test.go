@@ -221,17 +221,7 @@ subinstallationExecutions:
 func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one"]`))})
-	fs := map[string]string{
-		// Sub-installation "one" with an execution of its own, and the
-		// root's own execution.
-		"blueprint.yaml":     subPerNameBlueprint + simpleBlueprint("")["blueprint.yaml"],
-		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
-	}
-	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
-	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
-	create(g, inst)
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	rootWithSubsAndExecution(g, ns, `["one"]`)
 
 	root, err := getInst(ns, "root")()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -260,4 +250,20 @@ func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T)
 		}
 		return left
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
+}
+
+// rootWithSubsAndExecution creates root installation "root" with one
+// sub-installation per name in the JSON list names ("root-<name>", each with
+// an execution of its own) and an execution of its own, and waits until its
+// first job succeeded.
+func rootWithSubsAndExecution(g Gomega, ns, names string) {
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(names))})
+	fs := map[string]string{
+		"blueprint.yaml":     subPerNameBlueprint + simpleBlueprint("")["blueprint.yaml"],
+		"sub/blueprint.yaml": simpleBlueprint("")["blueprint.yaml"],
+	}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 }

@@ -62,22 +62,9 @@ func TestImportTheCacheShowsStaleIsReadLive(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "importer", Namespace: ns,
 					Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
 				Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
-					Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: `imports:
-- name: greeting
-  type: data
-deployExecutions:
-- name: default
-  type: GoTemplate
-  template: |
-    deployItems:
-    - name: item
-      type: landscaper.gardener.cloud/mock
-      config:
-        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
-        kind: ProviderConfiguration
-        providerStatus:
-          greeting: {{ .imports.greeting }}
-`}}}},
+					Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: "imports:\n- name: greeting\n  type: data\n" +
+						// The item's configuration shows the value the job started with.
+						blueprintYAML + "        providerStatus:\n          greeting: {{ .imports.greeting }}\n"}}}},
 			}
 			inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "greeting", DataRef: "cfg"}}
 			g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
