@@ -7,6 +7,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,13 @@ type Options struct {
 	Timeouts timeouts.Config
 	// Controller overrides per-controller options (zero: the manager's defaults).
 	Controller controller.Options
+	// OwnerRecheck is how often a deleted execution that waits for its
+	// installation to hand over a deletion job re-reads that installation
+	// (zero: execution.DefaultOwnerRecheck). A safety net: the hand-over
+	// normally comes within moments; the re-read notices an installation
+	// that went without handing over (its finalizer removed by hand), of
+	// which this controller, caching no installations, gets no event.
+	OwnerRecheck time.Duration
 }
 
 // DefaultOptions returns the defaults of seed 001 (5m pickup, 10m progressing, 5m abort).
@@ -54,6 +62,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		APIReader:    mgr.GetAPIReader(),
 		Recorder:     mgr.GetEventRecorder(FieldManager),
 		FieldManager: FieldManager,
+		OwnerRecheck: opts.OwnerRecheck,
 	}
 	if err := exec.SetupWithManager(ctx, mgr, opts.Controller); err != nil {
 		return fmt.Errorf("setting up the execution reconciler: %w", err)

@@ -12,11 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
 )
 
@@ -596,6 +598,51 @@ func TestOwnedExecutionWhoseOwnerIsGoneDeletesItself(t *testing.T) {
 	// collector deletes the execution (envtest runs none: the test does).
 	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Installation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphaned"}})).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "execution still there: %v", err)
+		items := &lsv1alpha1.DeployItemList{}
+		g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
+		g.Expect(items.Items).To(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// A deleted owned execution waits for its installation to hand over a
+// deletion job. Should the installation go without handing one over (its
+// finalizer removed by hand), this controller, which caches no installations,
+// gets no event of it: it re-reads the installation while it waits
+// (Options.OwnerRecheck), then runs its own deletion job.
+func TestWaitingExecutionNoticesItsOwnerWentWithoutHandingOver(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions(func(o *controllers.Options) { o.OwnerRecheck = 200 * time.Millisecond }))
+	g := NewWithT(t)
+
+	exec := ownedExecution(g, ns, "waiting", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	// The owner holds the installation controller's finalizer, so it stays
+	// while the execution waits.
+	owner := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(exec), owner)).To(Succeed())
+	owner.Finalizers = []string{lsv1alpha1.Finalizer}
+	g.Expect(env.Client.Update(ctx, owner)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+		cur.Status.JobID = "install-1"
+		g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getExec(g, exec).Status.Conditions, execution.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(execution.ReasonWaitingForJob))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	// The installation goes without handing over.
+	g.Expect(env.Client.Patch(ctx, owner, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, owner)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(exec), &lsv1alpha1.Execution{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "execution still there: %v", err)

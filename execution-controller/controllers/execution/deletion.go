@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
@@ -205,7 +206,10 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 					Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonWaitingForJob,
 					Message: "deletion waits for a job from the owning installation", ObservedGeneration: s.exec.Generation,
 				})
-				return ctrl.Result{}, nil
+				// Re-read the installation now and then: should it go
+				// without handing over (its finalizer removed by hand), no
+				// event tells this controller, which caches no installations.
+				return ctrl.Result{RequeueAfter: r.ownerRecheck()}, nil
 			}
 			if st.Phase == lsv1alpha1.PhaseDeleteFailed && operation(s.exec) != lsv1alpha1.OperationReconcile {
 				if len(s.items) == 0 {
@@ -309,6 +313,16 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	logf.FromContext(ctx).Info("all deploy items deleted; execution released")
 	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonDeleted, "Delete", "all deploy items deleted")
 	return nil
+}
+
+// DefaultOwnerRecheck is the default of Reconciler.OwnerRecheck.
+const DefaultOwnerRecheck = time.Minute
+
+func (r *Reconciler) ownerRecheck() time.Duration {
+	if r.OwnerRecheck > 0 {
+		return r.OwnerRecheck
+	}
+	return DefaultOwnerRecheck
 }
 
 // ownsDeletion reports whether this controller runs the deletion jobs of exec,

@@ -64,6 +64,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// FieldManager is the field manager of every write.
 	FieldManager string
+	// OwnerRecheck is how often a deleted execution waiting for its
+	// installation's deletion job re-reads it; zero: DefaultOwnerRecheck.
+	OwnerRecheck time.Duration
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
 
