@@ -342,17 +342,22 @@ func (r *Reconciler) requireFinalizer(_ context.Context, s *scope) error {
 }
 
 func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
+	class, err := r.getClass(ctx, s.claim.Spec.DeploymentTargetClassName)
+	s.class = class
+	return err
+}
+
+// getClass returns the named class, or nil when it does not exist.
+func (r *Reconciler) getClass(ctx context.Context, name string) (*appstudiov1alpha1.DeploymentTargetClass, error) {
 	class := &appstudiov1alpha1.DeploymentTargetClass{}
-	err := r.Client.Get(ctx, types.NamespacedName{Name: s.claim.Spec.DeploymentTargetClassName}, class)
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, class)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.class = nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("getting class %s: %w", s.claim.Spec.DeploymentTargetClassName, err)
-	default:
-		s.class = class
+		return nil, fmt.Errorf("getting class %s: %w", name, err)
 	}
-	return nil
+	return class, nil
 }
 
 // loadTargets reads the targets naming the claim. While a claimRef write of
@@ -385,6 +390,15 @@ func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
 // Lost, best match, or dynamic provisioning.
 func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 	c := s.claim
+	if t := binding.HeldTarget(c, s.named); t != nil && t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName {
+		// spec.deploymentTargetClassName was changed after the claim bound
+		// t. Like a bound PersistentVolumeClaim, the claim keeps its target
+		// (binding another would leave t claimed for ever, and whoever uses
+		// the claim would lose its environment); it stays Bound, reason
+		// ClassChanged (see bound), and t's class decides the reclaim.
+		r.follow(s, t)
+		return nil
+	}
 	if c.Spec.TargetName != "" {
 		return r.bindStatic(ctx, s)
 	}
@@ -408,7 +422,7 @@ func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 	if p := c.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" {
 		// Once marked, the claim waits for its provisioner only: binding it to
 		// another free target now would orphan what the provisioner creates.
-		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, p))
+		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, p, s.named))
 		return nil
 	}
 	return r.bindBestMatch(ctx, s)
@@ -417,25 +431,46 @@ func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 // provisioningMessage is the Bound condition's message while a claim waits
 // for its provisioner: the same when the claim is marked and on every
 // reconcile after, so the wait costs one status write.
-func provisioningMessage(c *appstudiov1alpha1.DeploymentTargetClaim, provisioner string) string {
-	return fmt.Sprintf("no free target of class %s; waiting for provisioner %s to create one", c.Spec.DeploymentTargetClassName, provisioner)
+func provisioningMessage(c *appstudiov1alpha1.DeploymentTargetClaim, provisioner string, named []appstudiov1alpha1.DeploymentTarget) string {
+	return fmt.Sprintf("no free target of class %s; waiting for provisioner %s to create one", c.Spec.DeploymentTargetClassName, provisioner) +
+		releasedNote(named)
 }
 
-// whyNotEligible explains why targets that name the claim are not bound to it
-// (another class, or Released by an earlier claim of the same name); empty
-// when no target names the claim.
+// whyNotEligible explains why a target that names the claim is not bound to
+// it (another class: a user pre-bound it by mistake, and the claim waits for
+// the user to fix one or the other); empty when no such target names the
+// claim. A Released target naming the claim does not count: it was let go by
+// an earlier claim of the same name and is never bound again automatically,
+// so waiting for it would leave the claim Pending for ever; the claim binds
+// as if it were not there (best match, or dynamic provisioning), and its
+// message says so (releasedNote).
 func whyNotEligible(c *appstudiov1alpha1.DeploymentTargetClaim, named []appstudiov1alpha1.DeploymentTarget) (reason, message string) {
 	for i := range named {
 		t := &named[i]
-		switch {
-		case t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName:
+		if released(t) {
+			continue
+		}
+		if t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName {
 			return appstudiov1alpha1.BindReasonClassMismatch, fmt.Sprintf("target %s names this claim but is of class %q, not %q; it is never bound",
 				t.Name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName)
-		case t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased:
-			return appstudiov1alpha1.BindReasonTargetNotAvailable, fmt.Sprintf("target %s names this claim but was Released by an earlier claim of this name", t.Name)
 		}
 	}
 	return "", ""
+}
+
+// releasedNote tells, in a Pending claim's message, that a Released target
+// still names the claim and was passed over; "" when none does.
+func releasedNote(named []appstudiov1alpha1.DeploymentTarget) string {
+	for i := range named {
+		if released(&named[i]) {
+			return fmt.Sprintf(" (target %s names this claim but was Released by an earlier claim of this name; a Released target is not bound again until an operator sets its phase to Available)", named[i].Name)
+		}
+	}
+	return ""
+}
+
+func released(t *appstudiov1alpha1.DeploymentTarget) bool {
+	return t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased
 }
 
 // follow reports the state of the target bound (or being bound) to the claim.
@@ -491,6 +526,17 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		s.pending(appstudiov1alpha1.BindReasonClassMismatch,
 			fmt.Sprintf("target %s is of class %q, not %q; it is never bound", name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName))
 		return nil
+	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name && released(t):
+		// Left Released, still naming this claim's name, by an earlier claim
+		// (its finalizer was removed by force): this claim did not bind it,
+		// and a Released target is never bound again automatically.
+		if wasBound(c) {
+			s.lost(fmt.Sprintf("target %s was released", name))
+		} else {
+			s.pending(appstudiov1alpha1.BindReasonTargetNotAvailable,
+				fmt.Sprintf("target %s names this claim but was Released by an earlier claim of this name; it is not bound again until an operator sets its phase to Available", name))
+		}
+		return nil
 	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name:
 		r.follow(s, t)
 		return nil
@@ -541,13 +587,14 @@ func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
 			c.Annotations = map[string]string{}
 		}
 		c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] = s.class.Spec.Provisioner
-		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, s.class.Spec.Provisioner))
+		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, s.class.Spec.Provisioner, s.named))
 		return nil
 	}
 	for _, t := range candidates {
 		err := r.claimTarget(ctx, s, t)
 		if err == nil {
-			s.pending(appstudiov1alpha1.BindReasonWaitingForTarget, fmt.Sprintf("claimed target %s (best match); waiting for it to report Bound", t.Name))
+			s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
+				fmt.Sprintf("claimed target %s (best match); waiting for it to report Bound", t.Name)+releasedNote(s.named))
 			return nil
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
@@ -596,9 +643,12 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 // reclaim is the claim side of deletion (seed 004 steps 1, 2, 7 and rule C):
 // with reclaimPolicy Delete the bound target is deleted and the finalizer goes
 // once it is gone; with Retain the target's claimRef is cleared (the target
-// reports Released) and the finalizer goes at once. A claim whose class is
-// missing keeps its target (Retain): deleting what no policy asked to delete
-// is the one mistake that cannot be undone; the claim still goes.
+// reports Released) and the finalizer goes at once. The policy is that of
+// the target's class, the class it was bound under: after a class change of
+// the claim (ClassChanged) the claim's new class says nothing about a target
+// it never provisioned. A target whose class is missing is kept (Retain):
+// deleting what no policy asked to delete is the one mistake that cannot be
+// undone; the claim still goes.
 func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	c := s.claim
 	t := binding.HeldTarget(c, s.named)
@@ -606,14 +656,22 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 		r.removeFinalizer(s, "no target is bound")
 		return nil
 	}
+	className := t.Spec.DeploymentTargetClassName
+	class := s.class
+	if className != c.Spec.DeploymentTargetClassName {
+		var err error
+		if class, err = r.getClass(ctx, className); err != nil {
+			return err
+		}
+	}
 	policy := appstudiov1alpha1.ReclaimPolicyDelete
 	switch {
-	case s.class == nil:
+	case class == nil:
 		policy = appstudiov1alpha1.ReclaimPolicyRetain
 		r.Recorder.Eventf(c, t, corev1EventWarning, EventClassNotFound, "Reclaim",
-			"DeploymentTargetClass %q does not exist; retaining target %s", c.Spec.DeploymentTargetClassName, t.Name)
-	case s.class.Spec.ReclaimPolicy != "":
-		policy = s.class.Spec.ReclaimPolicy
+			"DeploymentTargetClass %q of target %s does not exist; retaining the target", className, t.Name)
+	case class.Spec.ReclaimPolicy != "":
+		policy = class.Spec.ReclaimPolicy
 	}
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
@@ -631,9 +689,9 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 			if err != nil {
 				return fmt.Errorf("releasing target %s: %w", t.Name, err)
 			}
-			s.log.Info("released target (reclaimPolicy Retain)", "target", t.Name)
+			s.log.Info("released target (reclaimPolicy Retain)", "target", t.Name, "class", className)
 			r.Recorder.Eventf(c, t, corev1EventNormal, EventTargetRetained, "Reclaim",
-				"Released target %s and kept it (reclaimPolicy Retain)", t.Name)
+				"Released target %s and kept it (class %s, reclaimPolicy Retain)", t.Name, className)
 		}
 		r.removeFinalizer(s, "target retained")
 		return nil
@@ -650,9 +708,9 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 		if err != nil {
 			return fmt.Errorf("deleting target %s: %w", t.Name, err)
 		}
-		s.log.Info("deleting target (reclaimPolicy Delete)", "target", t.Name)
+		s.log.Info("deleting target (reclaimPolicy Delete)", "target", t.Name, "class", className)
 		r.Recorder.Eventf(c, t, corev1EventNormal, EventDeletingTarget, "Reclaim",
-			"Deleting target %s (reclaimPolicy Delete)", t.Name)
+			"Deleting target %s (class %s, reclaimPolicy Delete)", t.Name, className)
 	}
 	// Step 7: the finalizer goes when the target is gone; its delete event
 	// brings the claim back.
@@ -834,6 +892,16 @@ func (s *scope) bound(t *appstudiov1alpha1.DeploymentTarget) {
 		c.Spec.TargetName = t.Name
 	}
 	c.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhaseBound
+	if t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName {
+		// Still bound (whoever uses the claim keeps its target), but the
+		// spec no longer describes the binding: a Warning condition reason
+		// says so until the class is set back or the claim is replaced.
+		s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonClassChanged,
+			fmt.Sprintf("bound to target %s of class %q; spec.deploymentTargetClassName was changed to %q after binding: a bound claim keeps its target, "+
+				"and class %q's reclaimPolicy applies when the claim is deleted. Set the class back, or create a new claim for class %q",
+				t.Name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName))
+		return
+	}
 	s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonBound, fmt.Sprintf("bound to target %s", t.Name))
 }
 

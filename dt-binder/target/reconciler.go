@@ -226,6 +226,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //   - claimRef naming a claim that is gone: Released if it was bound before
 //     (rule A), else Pending (reserved for a claim yet to come);
 //   - claimRef naming an existing claim that takes this target: Bound (step 7);
+//     Bound too, reason ClassChanged, when the claim's class was changed
+//     after it bound this target (the claim keeps it);
 //   - otherwise Pending, with the reason in the Bound condition.
 func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	t := s.target
@@ -263,7 +265,20 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 			fmt.Sprintf("reserved for claim %s, which does not exist", name))
 		return nil
 	}
+	named, err := binding.TargetsNamingClaim(ctx, r.Client, t.Namespace, name)
+	if err != nil {
+		return err
+	}
 	if claim.Spec.DeploymentTargetClassName != t.Spec.DeploymentTargetClassName {
+		if held := binding.HeldTarget(claim, named); held != nil && held.Name == t.Name {
+			// The claim's class was changed after it bound this target: the
+			// claim keeps it (and reports ClassChanged), so the target stays
+			// Bound, under its own class.
+			s.set(appstudiov1alpha1.DeploymentTargetPhaseBound, metav1.ConditionTrue, appstudiov1alpha1.TargetReasonClassChanged,
+				fmt.Sprintf("bound to claim %s, whose class was changed to %q after binding; this target keeps class %q and its reclaimPolicy",
+					name, claim.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName))
+			return nil
+		}
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClassMismatch,
 			fmt.Sprintf("claim %s asks for class %q, this target is of class %q", name, claim.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName))
 		return nil
@@ -272,10 +287,6 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimHasOtherTarget,
 			fmt.Sprintf("claim %s asks for target %s", name, claim.Spec.TargetName))
 		return nil
-	}
-	named, err := binding.TargetsNamingClaim(ctx, r.Client, t.Namespace, name)
-	if err != nil {
-		return err
 	}
 	if chosen := binding.BoundTarget(claim, named); chosen != nil && chosen.Name != t.Name {
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimHasOtherTarget,

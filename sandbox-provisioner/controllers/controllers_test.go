@@ -317,8 +317,10 @@ func TestTargetDeletionDeletesSpaceRequestFirst(t *testing.T) {
 }
 
 // TestOrphanedSpaceRequests: a claim deleted before its target was made
-// leaves a SpaceRequest that is deleted when the class says Delete (or is
-// gone), and kept when it says Retain.
+// leaves a SpaceRequest that nothing refers to. It is deleted whatever its
+// class says (Delete, Retain, or the class is gone): a reclaimPolicy keeps a
+// claim's target, and this SpaceRequest never backed one; kept, it would
+// hold a namespace for ever.
 func TestOrphanedSpaceRequests(t *testing.T) {
 	g := NewWithT(t)
 	n := unique("orphans")
@@ -344,10 +346,31 @@ func TestOrphanedSpaceRequests(t *testing.T) {
 	}
 	g.Eventually(gone(srDel)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "Delete: the orphan is deleted")
 	g.Eventually(gone(srNoClass)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "class gone: the orphan is deleted")
-	g.Eventually(eventReasons(n, srRet.Name)).WithTimeout(timeout).WithPolling(interval).
-		Should(ContainElement(orphan.EventOrphanRetained))
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(srRet), srRet)).To(Succeed())
-	g.Expect(srRet.DeletionTimestamp).To(BeNil(), "Retain: the orphan is kept")
+	g.Eventually(gone(srRet)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "Retain: the orphan never backed a target; it is deleted")
+	g.Eventually(eventReasons(n, srRet.Name)).WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(orphan.EventOrphanDeleted))
+}
+
+// lateTarget creates the target as a provisioner racing the claim's deletion
+// made it (before the stub reports the SpaceRequest Ready, so the orphan
+// reconciler finds it once the claim goes).
+func lateTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim, sr *toolchainv1alpha1.SpaceRequest) *appstudiov1alpha1.DeploymentTarget {
+	t.Helper()
+	dt := &appstudiov1alpha1.DeploymentTarget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: sr.Name, Finalizers: []string{appstudiov1alpha1.TargetFinalizer},
+			Annotations: map[string]string{
+				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+				appstudiov1alpha1.SpaceRequestAnnotation:  sr.Name,
+			}},
+		Spec: appstudiov1alpha1.DeploymentTargetSpec{
+			DeploymentTargetClassName: claim.Spec.DeploymentTargetClassName,
+			ClaimRef:                  &appstudiov1alpha1.DeploymentTargetClaimReference{Name: claim.Name},
+			KubernetesClusterCredentials: appstudiov1alpha1.DeploymentTargetKubernetesClusterCredentials{
+				DefaultNamespace: claim.Namespace + "-" + sr.Name, APIURL: apiURL, ClusterCredentialsSecret: sr.Name + "-kubeconfig",
+			},
+		},
+	}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), dt)).To(Succeed())
+	return dt
 }
 
 // TestTargetMadeForAClaimThatWentIsDeleted: a claim deleted in the moment its
@@ -364,24 +387,7 @@ func TestTargetMadeForAClaimThatWentIsDeleted(t *testing.T) {
 	claim := createClaim(t, n, "gone", n, appstudiov1alpha1.SandboxProvisioner)
 	startManager(t, 2)
 	sr := waitForOneSpaceRequest(t, claim)
-	// The target as the racing provisioner made it (before the stub reports
-	// the SpaceRequest Ready, so the orphan reconciler finds it once the
-	// claim goes).
-	dt := &appstudiov1alpha1.DeploymentTarget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: sr.Name, Finalizers: []string{appstudiov1alpha1.TargetFinalizer},
-			Annotations: map[string]string{
-				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
-				appstudiov1alpha1.SpaceRequestAnnotation:  sr.Name,
-			}},
-		Spec: appstudiov1alpha1.DeploymentTargetSpec{
-			DeploymentTargetClassName: n,
-			ClaimRef:                  &appstudiov1alpha1.DeploymentTargetClaimReference{Name: claim.Name},
-			KubernetesClusterCredentials: appstudiov1alpha1.DeploymentTargetKubernetesClusterCredentials{
-				DefaultNamespace: n + "-" + sr.Name, APIURL: apiURL, ClusterCredentialsSecret: sr.Name + "-kubeconfig",
-			},
-		},
-	}
-	g.Expect(env.Client.Create(ctx, dt)).To(Succeed())
+	dt := lateTarget(t, claim, sr)
 	playStub(t, sr)
 	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
 
@@ -395,6 +401,38 @@ func TestTargetMadeForAClaimThatWentIsDeleted(t *testing.T) {
 	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
 	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: sr.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the orphaned target is gone")
+}
+
+// TestOrphanTargetOfMissingClassIsKept: a never-bound target made for a
+// claim that went is reclaimed by its class's policy, and a class that no
+// longer exists counts as Retain, as in the dt-binder (which keeps a claim's
+// target when its class is gone): the target and its SpaceRequest are kept
+// and an event says why, instead of being deleted without a policy asking
+// for it.
+func TestOrphanTargetOfMissingClassIsKept(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("late-target-no-class")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	claim := createClaim(t, n, "gone", n, appstudiov1alpha1.SandboxProvisioner)
+	startManager(t, 2)
+	sr := waitForOneSpaceRequest(t, claim)
+	dt := lateTarget(t, claim, sr)
+	playStub(t, sr)
+	g.Expect(env.Client.Delete(ctx, &appstudiov1alpha1.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+
+	// The event is written by the very reconcile that would have deleted
+	// the target.
+	g.Eventually(eventReasons(n, sr.Name)).WithTimeout(timeout).WithPolling(interval).
+		Should(ContainElement(orphan.EventOrphanRetained))
+	g.Expect(eventReasons(n, sr.Name)(g)).NotTo(ContainElement(orphan.EventOrphanDeleted))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
+	g.Expect(dt.DeletionTimestamp).To(BeNil(), "the target is kept")
+	cur := &toolchainv1alpha1.SpaceRequest{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur)).To(Succeed())
+	g.Expect(cur.DeletionTimestamp).To(BeNil(), "the SpaceRequest is kept")
 }
 
 // TestOnlySandboxClaimsAreProvisioned: claims for another provisioner, not

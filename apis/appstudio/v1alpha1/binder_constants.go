@@ -29,6 +29,12 @@ const (
 	// BindReasonTargetNameConflict: spec.targetName names another target
 	// than the one already bound to the claim; the binder binds no second.
 	BindReasonTargetNameConflict = "TargetNameConflict"
+	// BindReasonClassChanged: the claim is bound, but its
+	// spec.deploymentTargetClassName was changed after it bound its target.
+	// The claim keeps that target (a claim binds one target, and a class
+	// change never moves it); the class the target was bound under decides
+	// its reclaim policy when the claim goes.
+	BindReasonClassChanged = "ClassChanged"
 	// BindReasonClassNotFound: the claim's DeploymentTargetClass does not exist.
 	BindReasonClassNotFound = "ClassNotFound"
 	// BindReasonTargetLost: the bound target was deleted or released; the claim is Lost.
@@ -51,6 +57,10 @@ const (
 	TargetReasonClaimNotFound = "ClaimNotFound"
 	// TargetReasonClassMismatch: claimRef names a claim of another class.
 	TargetReasonClassMismatch = "ClassMismatch"
+	// TargetReasonClassChanged: the target is bound to the claim its claimRef
+	// names, whose spec.deploymentTargetClassName was changed after binding;
+	// the target keeps its own class and stays bound.
+	TargetReasonClassChanged = "ClassChanged"
 	// TargetReasonClaimHasOtherTarget: the claim is bound to, or asks for, another target.
 	TargetReasonClaimHasOtherTarget = "ClaimHasOtherTarget"
 )

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
@@ -99,28 +100,56 @@ func TargetsNamingClaim(ctx context.Context, c client.Reader, namespace, claimNa
 // the name. A target of another class, a Released one, or another target than
 // the claim's spec.targetName, is never chosen.
 func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
-	return boundTarget(claim, targets, true)
+	return pick(claim, targets, func(t *appstudiov1alpha1.DeploymentTarget) bool {
+		return t.Spec.DeploymentTargetClassName == claim.Spec.DeploymentTargetClassName &&
+			(claim.Spec.TargetName == "" || t.Name == claim.Spec.TargetName)
+	})
 }
 
-// HeldTarget is the target the claim holds, whatever its spec.targetName
-// says now (a user may change it after binding; the binder never binds a
-// second target, see the claim reconciler): the one whose reclaim policy
-// applies when the claim goes.
+// HeldTarget is the target the claim holds, whatever its spec.targetName and
+// spec.deploymentTargetClassName say now (a user may change either after
+// binding; the binder never binds a second target, see the claim
+// reconciler): the one whose class's reclaim policy applies when the claim
+// goes. A target of the claim's class naming it is held, as is one of
+// another class that the claim was bound to (heldUnderItsClass): a class
+// change does not let go of it. A target of another class that merely names
+// the claim (pre-bound by a user, never bound) is not held: the binder
+// never reclaims what it never bound.
 func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
-	return boundTarget(claim, targets, false)
+	return pick(claim, targets, func(t *appstudiov1alpha1.DeploymentTarget) bool {
+		return t.Spec.DeploymentTargetClassName == claim.Spec.DeploymentTargetClassName || heldUnderItsClass(claim, t)
+	})
 }
 
-func boundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget, byTargetName bool) *appstudiov1alpha1.DeploymentTarget {
-	var eligible []*appstudiov1alpha1.DeploymentTarget
+// heldUnderItsClass: t names claim in its claimRef and was bound to it, so it
+// stays the claim's whatever class the claim names now. Either the target
+// reported itself bound (its Bound condition is True; the target reconciler
+// sets that only for a claim of its class, and keeps it while the claim
+// holds it), or the claim recorded the binding (bind-complete, and
+// spec.targetName naming the target). A Released target is never held: it
+// was let go by an earlier claim of the same name.
+func heldUnderItsClass(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
+	if !namesClaim(t, claim) || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+		return false
+	}
+	if meta.IsStatusConditionTrue(t.Status.Conditions, appstudiov1alpha1.ConditionBound) {
+		return true
+	}
+	return claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue &&
+		claim.Spec.TargetName == t.Name
+}
+
+func namesClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == claim.Name && t.Namespace == claim.Namespace
+}
+
+// pick returns the best of the targets naming claim that are not Released
+// and pass eligible (see BoundTarget for the order).
+func pick(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget, eligible func(*appstudiov1alpha1.DeploymentTarget) bool) *appstudiov1alpha1.DeploymentTarget {
+	var found []*appstudiov1alpha1.DeploymentTarget
 	for i := range targets {
 		t := &targets[i]
-		if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name != claim.Name || t.Namespace != claim.Namespace {
-			continue
-		}
-		if t.Spec.DeploymentTargetClassName != claim.Spec.DeploymentTargetClassName {
-			continue
-		}
-		if byTargetName && claim.Spec.TargetName != "" && t.Name != claim.Spec.TargetName {
+		if !namesClaim(t, claim) {
 			continue
 		}
 		if t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
@@ -128,12 +157,15 @@ func boundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appst
 			// does not inherit it.
 			continue
 		}
-		eligible = append(eligible, t)
+		if !eligible(t) {
+			continue
+		}
+		found = append(found, t)
 	}
-	if len(eligible) == 0 {
+	if len(found) == 0 {
 		return nil
 	}
-	slices.SortFunc(eligible, func(a, b *appstudiov1alpha1.DeploymentTarget) int {
+	slices.SortFunc(found, func(a, b *appstudiov1alpha1.DeploymentTarget) int {
 		if ab, bb := isBound(a), isBound(b); ab != bb {
 			if ab {
 				return -1
@@ -148,7 +180,7 @@ func boundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appst
 		}
 		return compareAge(a, b)
 	})
-	return eligible[0]
+	return found[0]
 }
 
 func isBound(t *appstudiov1alpha1.DeploymentTarget) bool {

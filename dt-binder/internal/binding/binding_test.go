@@ -82,3 +82,43 @@ func TestBoundTargetPrefersBoundThenOldest(t *testing.T) {
 		t.Fatalf("no target names c2, got %v", got.Name)
 	}
 }
+
+// TestHeldTargetIgnoresClassChange: the target a claim was bound to stays
+// held after the claim's class changes; a target of another class that only
+// names the claim, or a Released one, is never held.
+func TestHeldTargetIgnoresClassChange(t *testing.T) {
+	bound := target("bound", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhaseBound)
+	bound.Status.Conditions = []metav1.Condition{{Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionTrue}}
+	c := claim("c1", "bound")
+	c.Spec.DeploymentTargetClassName = "changed"
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got == nil || got.Name != "bound" {
+		t.Fatalf("want bound (by its Bound condition), got %v", got)
+	}
+	if got := BoundTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got != nil {
+		t.Fatalf("BoundTarget binds same-class targets only, got %v", got.Name)
+	}
+
+	// The claim's record alone (the target's status lags, or an older
+	// binder flipped it): bind-complete and spec.targetName.
+	recorded := target("bound", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhasePending)
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{recorded}); got != nil {
+		t.Fatalf("not bound-complete: not held, got %v", got.Name)
+	}
+	c.Annotations = map[string]string{appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue}
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{recorded}); got == nil || got.Name != "bound" {
+		t.Fatalf("want bound (by the claim's record), got %v", got)
+	}
+
+	// Pre-bound by claimRef, of another class, never bound: not held.
+	prebound := target("prebound", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhasePending)
+	prebound.Spec.DeploymentTargetClassName = "d"
+	if got := HeldTarget(claim("c1", ""), []appstudiov1alpha1.DeploymentTarget{prebound}); got != nil {
+		t.Fatalf("a never-bound target of another class is not held, got %v", got.Name)
+	}
+
+	// Released: never held, whatever its conditions say.
+	bound.Status.Phase = appstudiov1alpha1.DeploymentTargetPhaseReleased
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got != nil {
+		t.Fatalf("a Released target is not held, got %v", got.Name)
+	}
+}

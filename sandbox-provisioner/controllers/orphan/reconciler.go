@@ -1,14 +1,20 @@
 // Package orphan deletes SpaceRequests the sandbox-provisioner created that
 // nothing will use any more: their claim is gone (or being deleted, or
-// replaced by a new claim of the same name), no DeploymentTarget was made
-// from them, and their class's reclaimPolicy is Delete. A class that no
-// longer exists counts as Delete, its default. With Retain the SpaceRequest
-// is kept and an event says so.
+// replaced by a new claim of the same name) and no DeploymentTarget was made
+// from them. Such a SpaceRequest is deleted whatever the class's
+// reclaimPolicy says: the policy is about a claim's target, what a bound
+// claim handed out (seed 004: Retain keeps the target and what it points
+// to), and this SpaceRequest never backed a target; nothing refers to it, and
+// kept it would hold a namespace for ever.
 //
 // A target made from the SpaceRequest in the moment its claim went (the
 // provisioner's cache still showed the claim) was never bound: it is an
-// orphan too, and with Delete it is deleted, which deletes the SpaceRequest
-// (package target). A later claim of the same name does not inherit it.
+// orphan too. It is a target, so its class's reclaimPolicy applies: with
+// Delete it is deleted, which deletes the SpaceRequest (package target), and
+// a later claim of the same name does not inherit it; with Retain it is kept
+// and an event says so. A class that no longer exists counts as Retain, as
+// in the dt-binder: deleting what no policy asked to delete is the one
+// mistake that cannot be undone.
 package orphan
 
 import (
@@ -133,7 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.checkClaim(r.Client),
 		r.checkClaim(r.APIReader), // confirm with the API server before deleting
 		r.checkTarget,
-		r.deleteIfReclaimPolicyDelete,
+		r.deleteUnusedSpaceRequest,
+		r.reclaimOrphanTarget,
 	})
 	if err != nil && !apierrors.IsConflict(err) {
 		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
@@ -183,57 +190,69 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) deleteIfReclaimPolicyDelete(ctx context.Context, s *scope) error {
-	log := ctrl.LoggerFrom(ctx)
+// deleteUnusedSpaceRequest deletes a SpaceRequest from which no target was
+// made, whatever the class's reclaimPolicy (see the package comment).
+func (r *Reconciler) deleteUnusedSpaceRequest(ctx context.Context, s *scope) error {
+	if s.orphanTarget != nil {
+		return nil
+	}
+	s.stop = true
 	className := appstudiov1alpha1.ClassOf(s.sr)
-	policy := appstudiov1alpha1.ReclaimPolicyDelete
-	class := &appstudiov1alpha1.DeploymentTargetClass{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
-	switch {
-	case err == nil:
-		if class.Spec.ReclaimPolicy != "" {
-			policy = class.Spec.ReclaimPolicy
-		}
-	case apierrors.IsNotFound(err) || className == "":
-		log.Info("class of orphaned SpaceRequest is gone; using reclaimPolicy Delete", "class", className)
-	default:
-		return fmt.Errorf("reading DeploymentTargetClass %s: %w", className, err)
-	}
-
-	if policy != appstudiov1alpha1.ReclaimPolicyDelete {
-		log.Info("keeping orphaned SpaceRequest", "reclaimPolicy", policy)
-		made := "no target was made"
-		if s.orphanTarget != nil {
-			made = "target " + s.orphanTarget.Name + " made from it was never bound"
-		}
-		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
-			"Claim %s is gone and %s; kept because class %s has reclaimPolicy %s",
-			appstudiov1alpha1.ClaimOf(s.sr), made, className, policy)
-		return nil
-	}
-	if dt := s.orphanTarget; dt != nil {
-		// Deleting the target deletes the SpaceRequest first (package target).
-		spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
-		err = client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID}))
-		tracing.EndStep(span, err)
-		if err != nil {
-			return fmt.Errorf("deleting orphaned DeploymentTarget %s: %w", dt.Name, err)
-		}
-		log.Info("deleted a target made for a claim that is gone", "target", dt.Name, "class", className)
-		r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
-			"Claim %s went before target %s made from this SpaceRequest was bound; deleted the target (class %s, reclaimPolicy Delete)",
-			appstudiov1alpha1.ClaimOf(s.sr), dt.Name, className)
-		return nil
-	}
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphan")
-	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, s.sr, client.Preconditions{UID: &s.sr.UID}))
+	err := client.IgnoreNotFound(r.Client.Delete(spanCtx, s.sr, client.Preconditions{UID: &s.sr.UID}))
 	tracing.EndStep(span, err)
 	if err != nil {
 		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
 	}
-	log.Info("deleted orphaned SpaceRequest", "class", className)
+	ctrl.LoggerFrom(ctx).Info("deleted orphaned SpaceRequest: no target was made from it", "class", className)
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
-		"Claim %s is gone and no target was made from this SpaceRequest; deleted it (class %s, reclaimPolicy Delete)",
-		appstudiov1alpha1.ClaimOf(s.sr), className)
+		"Claim %s is gone and no target was made from this SpaceRequest; deleted it (a reclaimPolicy keeps targets, and this SpaceRequest never backed one)",
+		appstudiov1alpha1.ClaimOf(s.sr))
+	return nil
+}
+
+// reclaimOrphanTarget applies the class's reclaimPolicy to a target made
+// from the SpaceRequest for the claim that is gone, never bound: Delete
+// deletes it (and so the SpaceRequest); Retain, or a class that no longer
+// exists, keeps both.
+func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
+	log := ctrl.LoggerFrom(ctx)
+	dt := s.orphanTarget
+	className := appstudiov1alpha1.ClassOf(s.sr)
+	policy := appstudiov1alpha1.ReclaimPolicyDelete
+	class := &appstudiov1alpha1.DeploymentTargetClass{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
+	classGone := false
+	switch {
+	case className == "" || apierrors.IsNotFound(err):
+		policy, classGone = appstudiov1alpha1.ReclaimPolicyRetain, true
+	case err != nil:
+		return fmt.Errorf("reading DeploymentTargetClass %s: %w", className, err)
+	case class.Spec.ReclaimPolicy != "":
+		policy = class.Spec.ReclaimPolicy
+	}
+
+	if policy != appstudiov1alpha1.ReclaimPolicyDelete {
+		why := fmt.Sprintf("class %s has reclaimPolicy %s", className, policy)
+		if classGone {
+			why = fmt.Sprintf("class %s no longer exists (treated as reclaimPolicy Retain)", className)
+		}
+		log.Info("keeping a never-bound target made for a claim that is gone", "target", dt.Name, "reclaimPolicy", policy, "classGone", classGone)
+		r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
+			"Claim %s is gone and target %s made from this SpaceRequest was never bound; kept both because %s",
+			appstudiov1alpha1.ClaimOf(s.sr), dt.Name, why)
+		return nil
+	}
+	// Deleting the target deletes the SpaceRequest first (package target).
+	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
+	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID}))
+	tracing.EndStep(span, err)
+	if err != nil {
+		return fmt.Errorf("deleting orphaned DeploymentTarget %s: %w", dt.Name, err)
+	}
+	log.Info("deleted a target made for a claim that is gone", "target", dt.Name, "class", className)
+	r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
+		"Claim %s went before target %s made from this SpaceRequest was bound; deleted the target (class %s, reclaimPolicy Delete)",
+		appstudiov1alpha1.ClaimOf(s.sr), dt.Name, className)
 	return nil
 }

@@ -22,8 +22,8 @@
 // (appstudio.openshift.io/dtc, appstudio.openshift.io/dtcls) and the target
 // is annotated with the SpaceRequest's name; deletion is explicit: deleting
 // the target deletes its SpaceRequest (target reconciler), and a SpaceRequest
-// whose claim is gone without a target is deleted when its class says Delete
-// (orphan reconciler).
+// whose claim is gone without a target is deleted whatever its class says: it
+// never backed a target a reclaimPolicy could keep (orphan reconciler).
 package sandbox
 
 import (

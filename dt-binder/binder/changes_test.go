@@ -1,0 +1,184 @@
+package binder_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
+)
+
+// setClaimClass changes a claim's spec.deploymentTargetClassName, as a user would.
+func setClaimClass(t *testing.T, ns, name, class string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := getClaim(g, ns, name)
+		base := c.DeepCopy()
+		c.Spec.DeploymentTargetClassName = class
+		g.Expect(env.Client.Patch(context.Background(), c, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestClassChangedAfterBinding: seed 004 expects claims to change. A bound
+// claim whose spec.deploymentTargetClassName is changed keeps its target,
+// like a bound PersistentVolumeClaim keeps its volume: it stays Bound, reason
+// ClassChanged, and the target stays Bound. Deleting the claim reclaims that
+// target by the policy of the class it was bound under (the target's), not
+// the claim's new class: a Delete target is deleted even though the claim now
+// names a Retain class, and a Retain target is released even though the claim
+// now names a Delete class.
+func TestClassChangedAfterBinding(t *testing.T) {
+	t.Run("bound-under-Delete", func(t *testing.T) {
+		testClassChangedAfterBinding(t, appstudiov1alpha1.ReclaimPolicyDelete, appstudiov1alpha1.ReclaimPolicyRetain)
+	})
+	t.Run("bound-under-Retain", func(t *testing.T) {
+		testClassChangedAfterBinding(t, appstudiov1alpha1.ReclaimPolicyRetain, appstudiov1alpha1.ReclaimPolicyDelete)
+	})
+}
+
+func testClassChangedAfterBinding(t *testing.T, boundUnder, changedTo appstudiov1alpha1.ReclaimPolicy) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	original := newClass(t, boundUnder)
+	changed := newClass(t, changedTo)
+	startBinder(t, binder.Options{}, ns)
+	bindDynamically(t, ns, original.Name, "c", "dt")
+	// A free target of the new class: the claim must not take it.
+	create(t, newTarget(ns, "free", changed.Name, ""))
+	eventuallyTarget(t, ns, "free", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+
+	setClaimClass(t, ns, "c", changed.Name)
+	c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonClassChanged)
+	cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "the claim is still bound")
+	g.Expect(cond.Message).To(And(ContainSubstring("dt"), ContainSubstring(original.Name), ContainSubstring(changed.Name)))
+	g.Expect(c.Spec.TargetName).To(Equal("dt"))
+	dt := eventuallyTarget(t, ns, "dt", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
+	g.Expect(boundReason(dt.Status.Conditions)).To(Equal(appstudiov1alpha1.TargetReasonClassChanged))
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
+		Should(ContainElement("Warning/" + appstudiov1alpha1.BindReasonClassChanged))
+	g.Consistently(func(g Gomega) {
+		g.Expect(getClaim(g, ns, "c").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhaseBound))
+		g.Expect(getTarget(g, ns, "dt").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseBound))
+		g.Expect(getTarget(g, ns, "free").Spec.ClaimRef).To(BeNil(), "a class change binds no second target")
+	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+
+	// Changed back, the claim is plainly Bound again.
+	setClaimClass(t, ns, "c", original.Name)
+	eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	g.Eventually(func(g Gomega) string { return boundReason(getTarget(g, ns, "dt").Status.Conditions) }).
+		WithTimeout(timeout).WithPolling(poll).Should(Equal(appstudiov1alpha1.TargetReasonBound))
+
+	// Changed again, then deleted: the target's class decides.
+	setClaimClass(t, ns, "c", changed.Name)
+	eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonClassChanged)
+	g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+	if boundUnder == appstudiov1alpha1.ReclaimPolicyDelete {
+		g.Eventually(func(g Gomega) {
+			g.Expect(getTarget(g, ns, "dt").DeletionTimestamp).NotTo(BeNil(), "the target is deleted (its class says Delete)")
+			g.Expect(boundReason(getClaim(g, ns, "c").Status.Conditions)).To(Equal(appstudiov1alpha1.BindReasonDeletingTarget))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		removeFinalizer(t, getTarget(g, ns, "dt"), appstudiov1alpha1.TargetFinalizer)
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dt"}})
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	} else {
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+		dt := eventuallyTarget(t, ns, "dt", appstudiov1alpha1.DeploymentTargetPhaseReleased, "")
+		g.Expect(dt.DeletionTimestamp).To(BeNil(), "the target is kept (its class says Retain)")
+	}
+	g.Expect(getTarget(g, ns, "free").Spec.ClaimRef).To(BeNil())
+}
+
+// forceDelete deletes a claim as a user who removes its finalizer by force
+// does: the finalizer write and a delete preconditioned on that write's
+// resourceVersion (the binder, running, adds its finalizer back to a claim
+// that is not being deleted), retried until the claim goes without the
+// binder having acted on its deletion.
+func forceDelete(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := getClaim(g, ns, name)
+		c.Finalizers = nil
+		g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+		rv := c.ResourceVersion
+		g.Expect(env.Client.Delete(ctx, c, client.Preconditions{ResourceVersion: &rv})).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestNewClaimNamedInReleasedTarget: a Released target that still names its
+// claim (the claim's finalizer was removed by force, so nothing cleared the
+// claimRef) is never bound again automatically; a new claim of that name is
+// not stuck behind it: it binds another free target, or is dynamically
+// provisioned, as any claim. Named by spec.targetName, it is refused with
+// TargetNotAvailable.
+func TestNewClaimNamedInReleasedTarget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	other := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	startBinder(t, binder.Options{}, ns)
+
+	// releasedFor leaves a Released target naming claim: bound, then the
+	// claim's finalizer removed by force.
+	releasedFor := func(claimName, targetName, className string) {
+		t.Helper()
+		bindDynamically(t, ns, className, claimName, targetName)
+		forceDelete(t, ns, claimName)
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claimName}})
+		eventuallyTarget(t, ns, targetName, appstudiov1alpha1.DeploymentTargetPhaseReleased, claimName)
+	}
+
+	// Best match: a free target is there.
+	releasedFor("best", "old-best", class.Name)
+	create(t, newTarget(ns, "free", class.Name, ""))
+	eventuallyTarget(t, ns, "free", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+	create(t, newClaim(ns, "best", class.Name, ""))
+	c := eventuallyClaim(t, ns, "best", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	g.Expect(c.Spec.TargetName).To(Equal("free"))
+	eventuallyTarget(t, ns, "free", appstudiov1alpha1.DeploymentTargetPhaseBound, "best")
+
+	// Dynamic provisioning: nothing is free. The Released target is of
+	// another class than the new claim's, too.
+	releasedFor("dyn", "old-dyn", other.Name)
+	create(t, newClaim(ns, "dyn", class.Name, ""))
+	c = eventuallyClaim(t, ns, "dyn", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+	g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))
+	g.Expect(meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).
+		To(ContainSubstring("old-dyn names this claim but was Released"))
+	// Playing the provisioner: its target binds.
+	dt := newTarget(ns, "new-dyn", class.Name, "dyn", appstudiov1alpha1.TargetFinalizer)
+	dt.Annotations = map[string]string{appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner}
+	create(t, dt)
+	eventuallyTarget(t, ns, "new-dyn", appstudiov1alpha1.DeploymentTargetPhaseBound, "dyn")
+	eventuallyClaim(t, ns, "dyn", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+
+	// Static: the user names the Released target itself.
+	releasedFor("static", "old-static", class.Name)
+	create(t, newClaim(ns, "static", class.Name, "old-static"))
+	c = eventuallyClaim(t, ns, "static", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonTargetNotAvailable)
+	g.Expect(meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).To(ContainSubstring("Released"))
+
+	// The Released targets stay as they are; deleting the new claims
+	// reclaims only what they hold.
+	for _, n := range []string{"best", "dyn"} {
+		g.Expect(env.Client.Delete(ctx, getClaim(g, ns, n))).To(Succeed())
+	}
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}})
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTarget(g, ns, "new-dyn").DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	for _, n := range []string{"old-best", "old-dyn", "old-static"} {
+		dt := getTarget(g, ns, n)
+		g.Expect(dt.DeletionTimestamp).To(BeNil(), n)
+		g.Expect(dt.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased), n)
+	}
+}
