@@ -67,7 +67,7 @@ tidy: ## Run go mod tidy in every module.
 ##@ Verification
 
 .PHONY: verify
-verify: verify-fmt verify-vet verify-lint verify-generate verify-tidy verify-gowork-off ## Run every check CI runs besides tests.
+verify: verify-fmt verify-vet verify-lint verify-generate verify-tidy verify-gowork-off verify-dockerfile ## Run every check CI runs besides tests.
 
 .PHONY: verify-fmt
 verify-fmt: ## Fail if any Go file is not gofmt-ed.
@@ -95,6 +95,10 @@ verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the so
 .PHONY: verify-tidy
 verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
 	@for m in $(MODULES) hack/tools/kube hack/tools/etcd; do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
+
+.PHONY: verify-dockerfile
+verify-dockerfile: ## Fail if the Dockerfile's dependency stage misses a module some binary's go.mod replaces (no Docker needed).
+	@hack/verify-dockerfile.sh
 
 .PHONY: verify-gowork-off
 verify-gowork-off: ## Build every module with GOWORK=off (as image builds do).
@@ -141,7 +145,9 @@ clean-local: ## Stop the local environment and remove its state (.local/).
 
 ##@ Images and clusters (need Docker; kind for the kind-* targets)
 
-IMAGE_REPO ?= terrace
+# Registry-qualified by default, so a cluster never pulls a stranger's
+# image of the same name from Docker Hub; set it to your registry to push.
+IMAGE_REPO ?= localhost/terrace
 IMAGE_TAG ?= dev
 KIND_CLUSTER ?= terrace
 MODULE_installation-controller := installation-controller
@@ -159,21 +165,34 @@ docker-build: $(addprefix docker-build-,$(BINARIES)) ## Build every component's 
 
 .PHONY: $(addprefix docker-build-,$(BINARIES))
 $(addprefix docker-build-,$(BINARIES)): docker-build-%:
-	docker build --build-arg MODULE=$(MODULE_$*) --build-arg PACKAGE=$(or $(PKGREL_$*),.) -t $(IMAGE_REPO)/$*:$(IMAGE_TAG) .
+	docker build --build-arg MODULE=$(MODULE_$*) --build-arg PACKAGE=$(or $(PKGREL_$*),.) --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE_REPO)/$*:$(IMAGE_TAG) .
+
+.PHONY: docker-push
+docker-push: ## Push every component's image ($(IMAGE_REPO)/<binary>:$(IMAGE_TAG)).
+	for b in $(BINARIES); do docker push $(IMAGE_REPO)/$$b:$(IMAGE_TAG); done
+
+# The kustomization deploy and kind-up apply: config/default with every image
+# set to $(IMAGE_REPO)/<binary>:$(IMAGE_TAG).
+DEPLOY_DIR := $(ROOT)/.local/deploy
+
+.PHONY: deploy-manifests
+deploy-manifests: ## Write .local/deploy/: config/default with the images of IMAGE_REPO and IMAGE_TAG (`kubectl kustomize .local/deploy` shows it).
+	@hack/deploy-overlay.sh $(DEPLOY_DIR) $(IMAGE_REPO) $(IMAGE_TAG)
 
 .PHONY: deploy
-deploy: ## Deploy CRDs and every component to the cluster of the current kubeconfig context.
-	kubectl apply --server-side -k config/default
+deploy: deploy-manifests ## Deploy CRDs and every component (images IMAGE_REPO/<binary>:IMAGE_TAG) to the cluster of the current kubeconfig context.
+	kubectl apply --server-side -k $(DEPLOY_DIR)
 
 .PHONY: undeploy
-undeploy: ## Remove every component and the CRDs from the current cluster.
-	kubectl delete --ignore-not-found -k config/default
+undeploy: deploy-manifests ## Remove every component and the CRDs from the current cluster.
+	kubectl delete --ignore-not-found -k $(DEPLOY_DIR)
 
 .PHONY: kind-up
 kind-up: docker-build ## Create a kind cluster, load every image, deploy Terrace into it.
 	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER)
 	for b in $(BINARIES); do kind load docker-image --name $(KIND_CLUSTER) $(IMAGE_REPO)/$$b:$(IMAGE_TAG); done
-	kubectl --context kind-$(KIND_CLUSTER) apply --server-side -k config/default
+	hack/deploy-overlay.sh $(DEPLOY_DIR) $(IMAGE_REPO) $(IMAGE_TAG)
+	kubectl --context kind-$(KIND_CLUSTER) apply --server-side -k $(DEPLOY_DIR)
 	kubectl --context kind-$(KIND_CLUSTER) -n terrace-system wait --for condition=Available --timeout 180s deployment --all
 
 .PHONY: e2e-kind

@@ -26,7 +26,7 @@ resources:
 - deployment.yaml
 images:
 - name: terrace/${b}
-  newName: terrace/${b}
+  newName: localhost/terrace/${b}
   newTag: dev
 YAML
   # Kustomize refuses files outside the directory, so the generated role is copied in.
@@ -88,6 +88,10 @@ spec:
       annotations: {prometheus.io/scrape: "true", prometheus.io/port: "8080"}
     spec:
       serviceAccountName: ${b}
+      # More than --graceful-shutdown-timeout (30s) plus the bounded trace
+      # flush (5s): the process drains and releases its Lease before the
+      # kubelet kills it.
+      terminationGracePeriodSeconds: 45
       securityContext:
         runAsNonRoot: true
         seccompProfile: {type: RuntimeDefault}
@@ -101,6 +105,10 @@ spec:
         env:
         - name: POD_NAMESPACE
           valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+        # The Go runtime collects harder as the heap nears the memory limit,
+        # instead of growing into an OOM kill.
+        - name: GOMEMLIMIT
+          valueFrom: {resourceFieldRef: {resource: limits.memory}}
         ports:
         - {name: metrics, containerPort: 8080}
         - {name: health, containerPort: 8081}

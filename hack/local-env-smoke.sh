@@ -37,6 +37,15 @@ for c in "${ROOT}"/config/components/*/; do
 done
 echo "kustomize manifests pass a server-side dry run"
 
+# make deploy's overlay sets every component's image to IMAGE_REPO/<binary>:IMAGE_TAG.
+overlay="$(mktemp -d)"
+"${ROOT}/hack/deploy-overlay.sh" "${overlay}" example.org/me v1.2.3 >/dev/null
+images="$(kubectl kustomize "${overlay}" | sed -n 's/^ *image: //p' | sort -u)"
+rm -rf "${overlay}"
+want="$(for c in "${ROOT}"/config/components/*/; do echo "example.org/me/$(basename "${c}"):v1.2.3"; done | sort -u)"
+[[ "${images}" == "${want}" ]] || { printf 'deploy overlay images:\n%s\nwant:\n%s\n' "${images}" "${want}" >&2; exit 1; }
+echo "make deploy's overlay sets every image to IMAGE_REPO/<binary>:IMAGE_TAG"
+
 kubectl create namespace "${ns}"
 kubectl apply -f "${SEEDS}/004-step0-deploymenttargetclass.yaml"
 kubectl -n "${ns}" apply -f "${SEEDS}/004-step1-deploymenttargetclaim.yaml" -f "${SEEDS}/004-step2-environment.yaml"
@@ -62,6 +71,16 @@ kill -KILL "$(cat "${pids}/kube-apiserver.pid")" "$(cat "${pids}/dt-binder.pid")
 "${ROOT}/hack/local-env.sh" status
 kubectl get --raw /readyz >/dev/null
 echo "make up recovered from killed processes"
+
+# A rebuilt binary: `make up` restarts the process that runs the old one, and
+# only that one.
+before="$(cat "${pids}/mock-deployer.pid")" other="$(cat "${pids}/dt-binder.pid")"
+touch "${ROOT}/bin/mock-deployer"
+"${ROOT}/hack/local-env.sh" up >/dev/null
+after="$(cat "${pids}/mock-deployer.pid")"
+[[ "${after}" != "${before}" ]] || { echo "make up kept mock-deployer (pid ${before}) running its old binary" >&2; exit 1; }
+[[ "$(cat "${pids}/dt-binder.pid")" == "${other}" ]] || { echo "make up restarted dt-binder, whose binary did not change" >&2; exit 1; }
+echo "make up restarted the controller whose binary was rebuilt"
 
 # `make down` leaves no process behind.
 recorded=()

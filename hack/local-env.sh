@@ -65,13 +65,29 @@ running() {
   tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- "/$1 "
 }
 
+# started_at PID: the process's start time, in seconds since the epoch.
+started_at() {
+  local ticks btime
+  # Field 22 of /proc/PID/stat (after the command in parentheses, which may
+  # hold spaces): clock ticks since boot.
+  ticks="$(sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $20 }')"
+  btime="$(awk '/^btime/ { print $2 }' /proc/stat)"
+  echo $((btime + ticks / $(getconf CLK_TCK)))
+}
+
 # start NAME CMD...: starts CMD in the background (its own session, so a
-# terminal's Ctrl-C does not reach it), logs to .local/logs/NAME.log.
+# terminal's Ctrl-C does not reach it), logs to .local/logs/NAME.log. A
+# process already running is kept, unless its binary was rebuilt since it
+# started (make up after a code change): then it is restarted.
 start() {
   local name="$1"; shift
   if running "${name}"; then
-    log "${name} already running (pid $(pid_of "${name}"))"
-    return
+    if [[ "$(stat -c %Y "$1")" -le "$(started_at "$(pid_of "${name}")")" ]]; then
+      log "${name} already running (pid $(pid_of "${name}"))"
+      return
+    fi
+    log "${name}: $1 is newer than the running process; restarting it"
+    stop "${name}"
   fi
   # 9>&-: the process must not inherit the lock (see lock), or the next
   # command would wait for it as long as the process runs.
@@ -265,7 +281,14 @@ lock() {
   flock -w 300 9 || die "another hack/local-env.sh command still holds ${LOCAL}/.lock"
 }
 
+# require_linux: the scripts manage processes through setsid and /proc.
+require_linux() {
+  [[ -r /proc/self/stat ]] && command -v setsid >/dev/null ||
+    die "the local environment needs Linux (setsid, /proc); on other systems use make kind-up"
+}
+
 up() {
+  require_linux
   mkdir -p "${LOGS}" "${PIDS}"
   for b in etcd kube-apiserver kube-controller-manager; do
     [[ -x "${K8S_BIN}/${b}" ]] || die "${K8S_BIN}/${b} missing: run make build-control-plane"

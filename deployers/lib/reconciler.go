@@ -33,6 +33,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/timeout"
@@ -139,6 +140,12 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 	}
 	if err := mgr.Add(cacheRunnable{items}); err != nil {
 		return nil, fmt.Errorf("deployer %s: adding item cache: %w", opts.Name, err)
+	}
+	// Not ready before the item cache synced: on an API server that does
+	// not serve the spec.type selectable field (Kubernetes < 1.31) it never
+	// does, and the process must not look healthy and idle.
+	if err := mgr.AddReadyzCheck("deploy-item-cache", manager.CacheSynced(items)); err != nil {
+		return nil, fmt.Errorf("deployer %s: adding the item cache's readiness check: %w", opts.Name, err)
 	}
 	hooks := d.ExtensionHooks()
 	if hooks == nil {

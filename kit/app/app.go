@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,10 @@ type Setup struct {
 
 // Scheme returns a scheme with the built-in Kubernetes types and every
 // Terrace API group.
+// TraceFlushTimeout bounds the flush of buffered spans when the process
+// stops.
+const TraceFlushTimeout = 5 * time.Second
+
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -83,7 +88,11 @@ func run(component string, setup Setup, args []string) error {
 	defer func() {
 		// A fresh context: ctx is already cancelled when the manager stops,
 		// and spans still buffered must get a chance to leave the process.
-		if err := shutdownTracing(context.Background()); err != nil {
+		// Bounded: an unreachable collector must not keep a stopping process
+		// alive until the kubelet kills it (terminationGracePeriodSeconds).
+		flushCtx, cancel := context.WithTimeout(context.Background(), TraceFlushTimeout)
+		defer cancel()
+		if err := shutdownTracing(flushCtx); err != nil {
 			log.Error(err, "flushing traces")
 		}
 	}()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	goruntime "runtime"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
@@ -78,12 +80,15 @@ func New(component string, scheme *runtime.Scheme, o Options) (ctrl.Manager, err
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	// A ping check answers as soon as the HTTP server is up: the process is
-	// alive and serving. Controllers that need more add their own checks.
+	// Alive (healthz) as soon as the HTTP server is up. Ready (readyz) only
+	// once the informer caches have synced: a process whose caches never
+	// sync (an informer that cannot list: missing RBAC, an API server
+	// without a field the cache selects on) must not look ready. Binaries
+	// with caches of their own add a CacheSynced check for each.
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding healthz check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("informers", CacheSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
 
@@ -201,4 +206,20 @@ func RESTConfig(component string, o Options) (*rest.Config, error) {
 	// finalizer name, which the seeds fix), and one line says it all.
 	cfg.WarningHandlerWithContext = crlog.NewKubeAPIWarningLogger(crlog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 	return cfg, nil
+}
+
+// cacheSyncWait bounds how long one readiness probe waits for a cache.
+const cacheSyncWait = time.Second
+
+// CacheSynced is a readiness check that passes once every informer of c has
+// synced (at once after that; before, it fails after waiting up to a second).
+func CacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), cacheSyncWait)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}
 }
