@@ -150,6 +150,8 @@ clean-local: ## Stop the local environment and remove its state (.local/).
 IMAGE_REPO ?= localhost/terrace
 IMAGE_TAG ?= dev
 KIND_CLUSTER ?= terrace
+# The kind node image (empty: the kind release's default); Terrace needs Kubernetes 1.31 or newer.
+KIND_NODE_IMAGE ?=
 MODULE_installation-controller := installation-controller
 MODULE_execution-controller := execution-controller
 MODULE_manifest-deployer := deployers
@@ -189,7 +191,7 @@ undeploy: deploy-manifests ## Remove every component and the CRDs from the curre
 
 .PHONY: kind-up
 kind-up: docker-build ## Create a kind cluster, load every image, deploy Terrace into it.
-	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER)
+	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER) $(if $(KIND_NODE_IMAGE),--image $(KIND_NODE_IMAGE))
 	for b in $(BINARIES); do kind load docker-image --name $(KIND_CLUSTER) $(IMAGE_REPO)/$$b:$(IMAGE_TAG); done
 	hack/deploy-overlay.sh $(DEPLOY_DIR) $(IMAGE_REPO) $(IMAGE_TAG)
 	kubectl --context kind-$(KIND_CLUSTER) apply --server-side -k $(DEPLOY_DIR)
