@@ -120,22 +120,30 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 
 // A job the deployer starts itself (here: a new generation of an item no
 // execution manages) is a trace of its own: the reconcile that starts it is
-// the root, and the item carries it for the reconciles that follow.
+// the root, and the item carries it for the reconciles that follow within
+// the job (here the work stays pending for a while). A reconcile after the
+// job finished (an annotation changed) belongs to no job: it is a trace of
+// its own, without a job ID, so an item's trace does not grow for ever.
 func TestOwnJobIsATraceOfItsOwn(t *testing.T) {
-	rec := tracingtest.Record(t)
-	ns, g := setup(t, nil)
+	traces := tracingtest.Record(t)
+	ns, g := setup(t, &behaviour{pending: true})
 	di := newItem(ns, "own")
 	g.Expect(env.Client.Create(context.Background(), di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(phase(lsv1alpha1.PhaseProgressing))
+	// The work is done in a later reconcile of the job.
+	rec.set(ns, &behaviour{})
+	annotate(g, get(g, di)(), "example.com/poke", "0")
 	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), finished()))
 	cur := get(g, di)()
 	job := cur.Status.JobID
 	annotation := cur.Annotations[tracing.TraceContextAnnotation]
 	g.Expect(annotation).NotTo(BeEmpty())
 
+	var root sdktrace.ReadOnlySpan
 	g.Eventually(func(g Gomega) {
-		var root sdktrace.ReadOnlySpan
+		root = nil
 		n := 0
-		for _, s := range reconcileSpans(rec, ns, "own") {
+		for _, s := range reconcileSpans(traces, ns, "own") {
 			if tracingtest.Attr(s, string(tracing.AttrJobID)) != job {
 				continue
 			}
@@ -148,12 +156,25 @@ func TestOwnJobIsATraceOfItsOwn(t *testing.T) {
 		g.Expect(root).NotTo(BeNil())
 		g.Expect(n).To(BeNumerically(">=", 2))
 		g.Expect(annotation).To(ContainSubstring(root.SpanContext().TraceID().String() + "-" + root.SpanContext().SpanID().String()))
-		for _, s := range reconcileSpans(rec, ns, "own") {
+		for _, s := range reconcileSpans(traces, ns, "own") {
 			if tracingtest.Attr(s, string(tracing.AttrJobID)) == job {
 				g.Expect(s.SpanContext().TraceID()).To(Equal(root.SpanContext().TraceID()))
 			}
 		}
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	before := len(reconcileSpans(traces, ns, "own"))
+	annotate(g, get(g, di)(), "example.com/poke", "1")
+	g.Eventually(func(g Gomega) {
+		spans := reconcileSpans(traces, ns, "own")
+		g.Expect(len(spans)).To(BeNumerically(">", before))
+		for _, s := range spans[before:] {
+			g.Expect(s.SpanContext().TraceID()).NotTo(Equal(root.SpanContext().TraceID()), "a reconcile outside the job is not in its trace")
+			g.Expect(s.Parent().IsValid()).To(BeFalse())
+			g.Expect(tracingtest.Attr(s, string(tracing.AttrJobID))).To(BeEmpty())
+		}
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(get(g, di)().Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, annotation), "the job's trace context stays")
 }
 
 // With tracing off the deployer never writes the annotation: not for jobs it

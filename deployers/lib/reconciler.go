@@ -321,12 +321,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	// Continue the trace of the job that handed the item over (the execution
 	// controller writes its span context into the item), so one job is one
 	// trace across binaries; a job the deployer starts itself is a trace of
-	// its own. A no-op while tracing is off.
+	// its own, and so is a reconcile outside any job (a periodic re-apply, a
+	// resync): else a long-lived item's trace would grow for ever. A no-op
+	// while tracing is off.
 	var traced client.Object = item
-	if decideStart(item).own {
+	job := item.Status.JobID
+	switch {
+	case decideStart(item).own:
 		traced = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: item.Namespace, Name: item.Name}}
+	case !inAJob(item):
+		// Not part of the last job either: no job ID on its span.
+		traced, job = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: item.Namespace, Name: item.Name}}, ""
 	}
-	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, item.Status.JobID, AttrDeployer.String(r.opts.Name))
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, job, AttrDeployer.String(r.opts.Name))
 	defer func() { tracing.EndReconcile(span, string(s.item.Status.Phase), retErr) }()
 	log = logf.FromContext(ctx)
 	s.log = log
@@ -560,6 +567,12 @@ func (r *Reconciler) checkContext(ctx context.Context, di *lsv1alpha1.DeployItem
 		return nil, fmt.Errorf("reading Context %s/%s: %w", di.Namespace, name, err)
 	}
 	return nil, nil
+}
+
+// inAJob reports whether the item is in a job whose trace its annotation
+// holds: handed a job it has not finished, or being deleted.
+func inAJob(di *lsv1alpha1.DeployItem) bool {
+	return di.DeletionTimestamp != nil || jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished)
 }
 
 func inJob(p lsv1alpha1.Phase) bool {
