@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
 )
 
@@ -52,10 +53,23 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// cacheRunnable makes the manager start a cache with its other caches,
+// before any controller, and wait for it to sync.
+type cacheRunnable struct{ cache.Cache }
+
+func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
+
 // AddToManager registers the spacerequest-stub's reconciler with mgr.
 func AddToManager(mgr ctrl.Manager, o Options) error {
+	_, err := Setup(mgr, o)
+	return err
+}
+
+// Setup is AddToManager, returning the registered reconciler (tests look
+// into its caches).
+func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 	if mgr == nil {
-		return errors.New("spacerequest-stub: manager is nil")
+		return nil, errors.New("spacerequest-stub: manager is nil")
 	}
 	cfg := mgr.GetConfig()
 	url := o.TargetClusterURL
@@ -66,29 +80,48 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	if len(ca) == 0 && cfg.CAFile != "" {
 		data, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
-			return fmt.Errorf("spacerequest-stub: reading the API server's CA bundle: %w", err)
+			return nil, fmt.Errorf("spacerequest-stub: reading the API server's CA bundle: %w", err)
 		}
 		ca = data
 	}
 	// A cache of the edit ClusterRole alone (list/watch with a field
 	// selector on its name, which its resourceNames-restricted RBAC allows).
 	roles, err := cache.New(cfg, cache.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		HTTPClient: mgr.GetHTTPClient(),
 		ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.ClusterRole{}: {Field: fields.OneTermEqualSelector("metadata.name", spacerequest.EditClusterRole)},
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("spacerequest-stub: creating the ClusterRole cache: %w", err)
+		return nil, fmt.Errorf("spacerequest-stub: creating the ClusterRole cache: %w", err)
 	}
-	if err := mgr.Add(roles); err != nil {
-		return fmt.Errorf("spacerequest-stub: %w", err)
+	// A cache of the metadata of what the stub made (namespaces,
+	// ServiceAccounts, RoleBindings, Secrets carrying its label), and nothing
+	// else: the manager's cache would list every such object in the cluster.
+	// The reconciler must never read these kinds through the manager's
+	// client, which would start an unfiltered informer for them.
+	managedOpts := spacerequest.ManagedCacheOptions()
+	managedOpts.Scheme, managedOpts.Mapper, managedOpts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	managed, err := cache.New(cfg, managedOpts)
+	if err != nil {
+		return nil, fmt.Errorf("spacerequest-stub: creating the cache of provisioned objects: %w", err)
+	}
+	for name, c := range map[string]cache.Cache{"clusterrole-cache": roles, "provisioned-objects-cache": managed} {
+		// Started with the manager's own cache, before the controller.
+		if err := mgr.Add(cacheRunnable{c}); err != nil {
+			return nil, fmt.Errorf("spacerequest-stub: %w", err)
+		}
+		if err := mgr.AddReadyzCheck(name, manager.CacheSynced(c)); err != nil {
+			return nil, fmt.Errorf("spacerequest-stub: adding readyz check: %w", err)
+		}
 	}
 	r := &spacerequest.Reconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
 		RoleReader:         roles,
+		Managed:            managed,
 		Recorder:           mgr.GetEventRecorder(Component),
 		TargetClusterURL:   url,
 		CAData:             ca,
@@ -97,7 +130,7 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 		TokenExpiration:    orDefault(o.TokenExpiration, spacerequest.DefaultTokenExpiration),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("spacerequest-stub: %w", err)
+		return nil, fmt.Errorf("spacerequest-stub: %w", err)
 	}
-	return nil
+	return r, nil
 }

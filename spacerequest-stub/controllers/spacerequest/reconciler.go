@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -29,12 +30,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/setup"
@@ -81,25 +82,41 @@ const (
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
-// ClusterRole by controller-gen (make generate):
+// ClusterRole by controller-gen (make generate). ServiceAccounts, their
+// tokens and RoleBindings only of the names ServiceAccountName and
+// RoleBindingName: a token request names the ServiceAccount in its URL; the
+// stub writes both with server-side apply, a PATCH naming the object, which
+// kube-apiserver also authorizes as "create" of that name when it creates
+// the object; and the stub lists and watches them with a field selector on
+// that name (ManagedCacheOptions). Namespaces and Secrets have a name per
+// SpaceRequest, and the stub creates them with a POST (whose authorization
+// has no name), so those rules cannot name them. See README.md.
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/status,verbs=get;patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch,resourceNames=namespace-manager
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create,resourceNames=namespace-manager
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch,resourceNames=namespace-manager-edit
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;bind,resourceNames=edit
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler serves SpaceRequests.
 type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
+	// Client reads SpaceRequests through the manager's cache and writes to
+	// the API server. It must not read the kinds Managed holds: that would
+	// start an informer of every such object in the cluster.
 	Client client.Client
-	// APIReader reads Secrets directly from the API server, so that the stub
-	// caches no Secret contents.
+	// APIReader reads directly from the API server: Secrets (so that the
+	// stub caches no Secret contents), and what Managed does not hold.
 	APIReader client.Reader
+	// Managed holds the metadata of the namespaces, ServiceAccounts,
+	// RoleBindings and Secrets the stub made, and nothing else (a cache built
+	// with ManagedCacheOptions). An object it does not hold may still exist
+	// without the stub's label: before the stub creates one, the API server
+	// has the last word (see applyNamespace and issueCredentials).
+	Managed cache.Cache
 	// Recorder records events on SpaceRequests.
 	Recorder events.EventRecorder
 	// RoleReader reads the edit ClusterRole, normally from a cache holding
@@ -135,7 +152,8 @@ type Reconciler struct {
 	// resourceVersion is known to hold what the stub wrote, so it needs
 	// neither a read nor a write. This is not stale.Versions' rule (a copy
 	// older than a write is skipped) but its converse (a copy at exactly the
-	// written version is current), used only here.
+	// written version is current), used only here. A kubeconfig Secret
+	// found to be someone else's is remembered with "" (see tracked).
 	written sync.Map
 }
 
@@ -145,6 +163,13 @@ func (r *Reconciler) remember(key, rv string) {
 	if rv != "" {
 		r.written.Store(key, rv)
 	}
+}
+
+// tracked reports whether the stub remembers the object named key: it wrote
+// it, or found it was someone else's (remembered with no resourceVersion).
+func (r *Reconciler) tracked(key string) bool {
+	_, ok := r.written.Load(key)
+	return ok
 }
 
 // isKnown reports whether rv is the resourceVersion remembered for key.
@@ -170,7 +195,7 @@ func roleBindingKey(namespace string) string {
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	errs := []error{setup.Check("spacerequest", setup.Required("Client", r.Client),
-		setup.Required("APIReader", r.APIReader), setup.Required("Recorder", r.Recorder))}
+		setup.Required("APIReader", r.APIReader), setup.Required("Managed", r.Managed), setup.Required("Recorder", r.Recorder))}
 	if r.RoleReader == nil {
 		r.RoleReader = r.APIReader
 	}
@@ -188,19 +213,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	registerMetrics()
 
-	managed := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[ManagedByLabel] == ManagedByValue
-	}))
+	// Only metadata of what the stub created is watched, from Managed: enough
+	// to notice that something changed or went away (an object that loses
+	// the stub's label leaves Managed: a delete event), no Secret contents.
+	toOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+		&toolchainv1alpha1.SpaceRequest{}, handler.OnlyControllerOwner())
 	toSpaceRequest := handler.EnqueueRequestsFromMapFunc(mapToSpaceRequest)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("spacerequest").
 		For(&toolchainv1alpha1.SpaceRequest{}).
-		// Only metadata of what the stub creates is cached: enough to notice
-		// that something changed or went away, and no Secret contents.
-		Owns(&corev1.Secret{}, builder.OnlyMetadata, managed).
-		Watches(&corev1.Namespace{}, toSpaceRequest, builder.OnlyMetadata, managed).
-		Watches(&corev1.ServiceAccount{}, toSpaceRequest, builder.OnlyMetadata, managed).
-		Watches(&rbacv1.RoleBinding{}, toSpaceRequest, builder.OnlyMetadata, managed).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(secretGVK), toOwner)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), toSpaceRequest)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(serviceAccountGVK), toSpaceRequest)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(roleBindingGVK), toSpaceRequest)).
 		Complete(r)
 }
 
@@ -448,6 +473,35 @@ func (r *Reconciler) apply(ctx context.Context, step, namespace string, obj runt
 	return err
 }
 
+// create creates obj with the stub's field manager, as the child span
+// "SpaceRequest.<step>". Unlike an apply it fails (AlreadyExists) on an
+// object that exists, so it never takes over one that Managed does not hold
+// (someone else's, or the stub's own without its label or not cached yet).
+// An AlreadyExists ends the span without an error: the caller decides.
+func (r *Reconciler) create(ctx context.Context, step, namespace string, obj client.Object) error {
+	ctx, span := tracing.StartStep(ctx, tracer(), Kind, step, attrNamespace.String(namespace))
+	err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager))
+	if apierrors.IsAlreadyExists(err) {
+		span.AddEvent("already exists")
+		tracing.EndStep(span, nil)
+		return err
+	}
+	tracing.EndStep(span, err)
+	return err
+}
+
+// readLive reads the metadata of an object that Managed does not hold (a
+// create found it exists) from the API server. It exists, so NotFound only
+// means it went in between: a conflict, retried quietly.
+func (r *Reconciler) readLive(ctx context.Context, key client.ObjectKey, into *metav1.PartialObjectMetadata) error {
+	err := r.APIReader.Get(ctx, key, into)
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewConflict(schema.GroupResource{Resource: into.Kind}, key.Name,
+			errors.New("it existed a moment ago and is gone now"))
+	}
+	return err
+}
+
 // --- provisioning phases ---
 
 func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -497,11 +551,28 @@ func (r *Reconciler) checkClusterRole(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	name := NamespaceName(s.sr)
-	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, existing)
+	existing := metadataOf(namespaceGVK)
+	err := r.Managed.Get(ctx, client.ObjectKey{Name: name}, existing)
+	if apierrors.IsNotFound(err) {
+		// Not the stub's, or not labelled, or not cached yet: create it, and
+		// if it exists, look at it on the API server.
+		err = r.create(ctx, "ApplyNamespace", name, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{ManagedByLabel: ManagedByValue},
+			Annotations: map[string]string{SpaceRequestAnnotation: Key(s.sr)},
+		}})
+		if err == nil {
+			log.Info("created namespace", "namespace", name)
+			if s.wasReady {
+				r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
+			}
+			return ctrl.Result{}, nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			err = r.readLive(ctx, client.ObjectKey{Name: name}, existing)
+		}
+	}
 	switch {
-	case apierrors.IsNotFound(err):
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading namespace %s: %w", name, err)
 	case existing.Annotations[SpaceRequestAnnotation] != Key(s.sr):
@@ -530,17 +601,12 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 
+	// The stub's, without its label (removed by someone): label it again.
 	ns := corev1ac.Namespace(name).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
 	if err := r.apply(ctx, "ApplyNamespace", name, ns); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying namespace %s: %w", name, err)
-	}
-	if apierrors.IsNotFound(err) {
-		log.Info("created namespace", "namespace", name)
-		if s.wasReady {
-			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
-		}
 	}
 	return ctrl.Result{}, nil
 }
@@ -552,9 +618,12 @@ func conditionMessageIs(sr *toolchainv1alpha1.SpaceRequest, msg string) bool {
 
 func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := NamespaceName(s.sr)
-	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ServiceAccountName}, existing)
+	// The namespace is the stub's (applyNamespace): a ServiceAccount of this
+	// name in it that Managed does not hold (unlabelled) is applied over, as
+	// one that does but lacks the stub's metadata. Only who has rights in the
+	// namespace could have made it, and those rights come from the stub.
+	existing := metadataOf(serviceAccountGVK)
+	err := r.Managed.Get(ctx, client.ObjectKey{Namespace: ns, Name: ServiceAccountName}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -580,9 +649,10 @@ func (r *Reconciler) applyServiceAccount(ctx context.Context, s *scope) (ctrl.Re
 
 func (r *Reconciler) applyRoleBinding(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := NamespaceName(s.sr)
-	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: RoleBindingName}, existing)
+	// In the stub's namespace, like the ServiceAccount: one that Managed does
+	// not hold is applied over.
+	existing := metadataOf(roleBindingGVK)
+	err := r.Managed.Get(ctx, client.ObjectKey{Namespace: ns, Name: RoleBindingName}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -620,18 +690,21 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 
 	// The cache holds the Secret's metadata only. A copy at the
 	// resourceVersion the stub last wrote (or read in full) holds the
-	// kubeconfig the stub wrote; any other needs a look at its data.
+	// kubeconfig the stub wrote; any other needs a look at its data. The
+	// cache holds only Secrets with the stub's label: one it does not hold
+	// is missing or someone else's. It is read, too, if the stub wrote it
+	// (then it is not cached yet, or lost its label) or found it was someone
+	// else's (so that a retry requests no token while it stays so).
 	key := secretKey(s.sr.Namespace, name)
-	cached := &metav1.PartialObjectMetadata{}
-	cached.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, cached)
+	cached := metadataOf(secretGVK)
+	err := r.Managed.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, cached)
 	var known *metav1.ObjectMeta
 	hasData := false
 	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	case apierrors.IsNotFound(err) && !r.tracked(key):
+	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
-	case r.isKnown(key, cached.ResourceVersion):
+	case err == nil && r.isKnown(key, cached.ResourceVersion):
 		known, hasData = &cached.ObjectMeta, true
 	default:
 		existing := &corev1.Secret{}
@@ -649,21 +722,29 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 			return ctrl.Result{}, fmt.Errorf("secret %s/%s exists and was not created for this SpaceRequest", s.sr.Namespace, name)
 		}
 		refreshAt, perr := time.Parse(time.RFC3339, known.Annotations[TokenRefreshAtAnnotation])
-		if perr == nil && now.Before(refreshAt) && known.Annotations[CredentialsHashAnnotation] == credHash && hasData {
+		// One that lost the stub's label (read from the API server) is
+		// written again, so that the cache holds (and watches) it again.
+		if perr == nil && now.Before(refreshAt) && known.Annotations[CredentialsHashAnnotation] == credHash && hasData &&
+			known.Labels[ManagedByLabel] == ManagedByValue {
 			r.remember(key, known.ResourceVersion)
 			return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
 		}
 	}
 
 	ctx, span := tracing.StartStep(ctx, tracer(), Kind, "IssueCredentials", attrNamespace.String(ns))
-	res, err := r.issueCredentials(ctx, s, ns, name, credHash, now)
+	// A Secret not known to be the stub's is created, not applied: the
+	// create fails on one that exists, which is never taken over.
+	res, err := r.issueCredentials(ctx, s, ns, name, credHash, now, known == nil)
 	tracing.EndStep(span, err)
 	return res, err
 }
 
 // issueCredentials requests a token for the namespace's ServiceAccount and
-// writes the kubeconfig Secret.
-func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, credHash string, now time.Time) (ctrl.Result, error) {
+// writes the kubeconfig Secret: an apply of the stub's own Secret, or, when
+// create is set (no Secret of the stub's was found), a create, which fails on
+// a Secret that exists: one not made for this SpaceRequest is an error, the
+// stub's own (not cached yet, or its label removed) is applied after all.
+func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, credHash string, now time.Time, create bool) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	tr := &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(r.TokenExpiration / time.Second))},
@@ -683,27 +764,27 @@ func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	secret := corev1ac.Secret(name, s.sr.Namespace).
-		WithType(corev1.SecretTypeOpaque).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
-		WithAnnotations(map[string]string{
-			SpaceRequestAnnotation:    Key(s.sr),
-			TokenRefreshAtAnnotation:  refreshAt.UTC().Format(time.RFC3339),
-			TokenExpiresAtAnnotation:  expires.UTC().Format(time.RFC3339),
-			CredentialsHashAnnotation: credHash,
-		}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(toolchainv1alpha1.SchemeGroupVersion.String()).
-			WithKind("SpaceRequest").
-			WithName(s.sr.Name).
-			WithUID(s.sr.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
-		WithData(map[string][]byte{toolchainv1alpha1.AdminKubeconfigKey: kubeconfig})
-	if err := r.Client.Apply(ctx, secret, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return ctrl.Result{}, fmt.Errorf("applying Secret %s/%s: %w", s.sr.Namespace, name, err)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.sr.Namespace,
+			Name:      name,
+			Labels:    map[string]string{ManagedByLabel: ManagedByValue},
+			Annotations: map[string]string{
+				SpaceRequestAnnotation:    Key(s.sr),
+				TokenRefreshAtAnnotation:  refreshAt.UTC().Format(time.RFC3339),
+				TokenExpiresAtAnnotation:  expires.UTC().Format(time.RFC3339),
+				CredentialsHashAnnotation: credHash,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s.sr, toolchainv1alpha1.SchemeGroupVersion.WithKind("SpaceRequest"))},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{toolchainv1alpha1.AdminKubeconfigKey: kubeconfig},
 	}
-	r.remember(secretKey(s.sr.Namespace, name), ptr.Deref(secret.ResourceVersion, ""))
+	rv, err := r.writeSecret(ctx, s, secret, create)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.remember(secretKey(s.sr.Namespace, name), rv)
 	log.Info("issued kubeconfig", "secret", name, "namespace", ns, "tokenExpiresAt", expires, "refreshAt", refreshAt)
 	if !s.wasReady {
 		// First provisioning: the Provisioned event follows.
@@ -712,6 +793,48 @@ func (r *Reconciler) issueCredentials(ctx context.Context, s *scope, ns, name, c
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventCredentialsIssued, "Provision",
 		"Issued a kubeconfig for namespace %s in Secret %s (token expires %s)", ns, name, expires.UTC().Format(time.RFC3339))
 	return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
+}
+
+// writeSecret creates (create set) or applies the kubeconfig Secret and
+// returns the resourceVersion written. A create that finds a Secret of the
+// name looks at it: someone else's is an error, the stub's own is applied.
+func (r *Reconciler) writeSecret(ctx context.Context, s *scope, secret *corev1.Secret, create bool) (string, error) {
+	key := client.ObjectKeyFromObject(secret)
+	if create {
+		created := secret.DeepCopy()
+		err := r.Client.Create(ctx, created, client.FieldOwner(FieldManager))
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return "", fmt.Errorf("creating Secret %s: %w", key, err)
+			}
+			return created.ResourceVersion, nil
+		}
+		existing := metadataOf(secretGVK)
+		if err := r.readLive(ctx, key, existing); err != nil {
+			return "", fmt.Errorf("reading Secret %s: %w", key, err)
+		}
+		if existing.Annotations[SpaceRequestAnnotation] != Key(s.sr) {
+			r.written.Store(secretKey(key.Namespace, key.Name), "")
+			return "", fmt.Errorf("secret %s exists and was not created for this SpaceRequest", key)
+		}
+	}
+	owner := secret.OwnerReferences[0]
+	ac := corev1ac.Secret(secret.Name, secret.Namespace).
+		WithType(secret.Type).
+		WithLabels(secret.Labels).
+		WithAnnotations(secret.Annotations).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(owner.APIVersion).
+			WithKind(owner.Kind).
+			WithName(owner.Name).
+			WithUID(owner.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithData(secret.Data)
+	if err := r.Client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("applying Secret %s: %w", key, err)
+	}
+	return ptr.Deref(ac.ResourceVersion, ""), nil
 }
 
 // kubeconfig builds a kubeconfig for the namespace's ServiceAccount.

@@ -3,28 +3,62 @@ package spacerequest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers"
+	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
 )
 
 // terminationTimeout is short so that UnableToTerminate shows within a test.
 const terminationTimeout = 4 * time.Second
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// stub is the reconciler the suite runs.
+	stub *spacerequest.Reconciler
+	// stubConfig connects as the stub does: as the ServiceAccount
+	// stubNamespace/stubServiceAccount, bound to the stub's generated
+	// ClusterRole and nothing else.
+	stubConfig *rest.Config
+	// stubRequests records every request the stub sends.
+	stubRequests = &requestLog{}
+)
+
+// The stub's own ServiceAccount, as config/components deploys it.
+const (
+	stubNamespace      = "terrace-system"
+	stubServiceAccount = "spacerequest-stub"
+	// generatedRole is the stub's ClusterRole, generated from the
+	// +kubebuilder:rbac markers (make generate-rbac).
+	generatedRole = "../../../config/rbac/spacerequest-stub/role.yaml"
+)
 
 // TestMain starts one API server for the package and runs the stub's
-// reconciler against it in-process, configured as the binary would be. It
-// does what testenv.RunMain does, plus stopping the manager before the API
-// server so that shutdown logs no connection errors.
+// reconciler against it in-process, configured as the binary would be and
+// with the rights it has when deployed: as a ServiceAccount bound to its
+// generated ClusterRole only (so every test also tests that role). It does
+// what testenv.RunMain does, plus stopping the manager before the API server
+// so that shutdown logs no connection errors.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -52,6 +86,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "aggregating ClusterRoles: %v\n", err)
 		return 1
 	}
+	stubConfig, err = runAsStub(ctx)
+	if err != nil {
+		cancel()
+		fmt.Fprintf(os.Stderr, "running as the stub's ServiceAccount: %v\n", err)
+		return 1
+	}
 	done, err := startManager(ctx)
 	if err != nil {
 		cancel()
@@ -69,7 +109,9 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	cfg := rest.CopyConfig(stubConfig)
+	cfg.Wrap(stubRequests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -79,7 +121,8 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := controllers.AddToManager(mgr, controllers.Options{TerminationTimeout: terminationTimeout}); err != nil {
+	stub, err = controllers.Setup(mgr, controllers.Options{TerminationTimeout: terminationTimeout})
+	if err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -91,3 +134,142 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	}()
 	return done, nil
 }
+
+// runAsStub creates the stub's ServiceAccount, its generated ClusterRole and
+// a binding, and returns a config that authenticates with a token of that
+// ServiceAccount (as the deployed stub does), once RBAC lets it list what the
+// stub lists.
+func runAsStub(ctx context.Context) (*rest.Config, error) {
+	data, err := os.ReadFile(generatedRole)
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", generatedRole, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stubNamespace, Name: stubServiceAccount}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stubNamespace}},
+		sa,
+		role,
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: stubNamespace, Name: stubServiceAccount}},
+		},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
+	if err := env.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return nil, err
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	// The RBAC authorizer sees the new binding a moment later.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.List(ctx, &corev1.NamespaceList{}, client.MatchingLabels{spacerequest.ManagedByLabel: spacerequest.ManagedByValue})
+		if err == nil {
+			return cfg, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the stub's ServiceAccount cannot list namespaces: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// request is one request the stub sent.
+type request struct {
+	at     time.Time
+	method string
+	url    *url.URL
+}
+
+// verb is the request's Kubernetes verb as far as a test needs it: list and
+// watch apart from get.
+func (r request) verb() string {
+	switch {
+	case r.method == http.MethodGet && r.url.Query().Get("watch") == "true":
+		return "watch"
+	case r.method == http.MethodGet && r.isCollection():
+		return "list"
+	default:
+		return strings.ToLower(r.method)
+	}
+}
+
+// parts is the request's path after the API group and version and, for a
+// namespaced resource, after "namespaces/<namespace>": [resource],
+// [resource, name] or [resource, name, subresource].
+func (r request) parts() []string {
+	p := strings.Split(strings.Trim(r.url.Path, "/"), "/")
+	switch {
+	case len(p) >= 3 && p[0] == "apis":
+		p = p[3:]
+	case len(p) >= 2 && p[0] == "api":
+		p = p[2:]
+	}
+	namespaceSubresource := len(p) == 3 && (p[2] == "status" || p[2] == "finalize")
+	if len(p) > 2 && p[0] == "namespaces" && !namespaceSubresource {
+		p = p[2:]
+	}
+	return p
+}
+
+// resource is the request's resource, with its subresource.
+func (r request) resource() string {
+	p := r.parts()
+	switch len(p) {
+	case 0:
+		return ""
+	case 3:
+		return p[0] + "/" + p[2]
+	default:
+		return p[0]
+	}
+}
+
+func (r request) isCollection() bool { return len(r.parts()) == 1 }
+
+func (r request) String() string { return strings.ToUpper(r.verb()) + " " + r.url.RequestURI() }
+
+// requestLog records requests.
+type requestLog struct {
+	mu       sync.Mutex
+	requests []request
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.requests = append(l.requests, request{at: time.Now(), method: req.Method, url: req.URL})
+		l.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// since returns the requests sent at or after t.
+func (l *requestLog) since(t time.Time) []request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []request
+	for _, r := range l.requests {
+		if !r.at.Before(t) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
