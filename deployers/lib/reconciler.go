@@ -144,7 +144,7 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 	// Not ready before the item cache synced: on an API server that does
 	// not serve the spec.type selectable field (Kubernetes < 1.31) it never
 	// does, and the process must not look healthy and idle.
-	if err := mgr.AddReadyzCheck("deploy-item-cache", manager.CacheSynced(items)); err != nil {
+	if err := mgr.AddReadyzCheck("deploy-item-cache-"+opts.Name, manager.CacheSynced(items)); err != nil {
 		return nil, fmt.Errorf("deployer %s: adding the item cache's readiness check: %w", opts.Name, err)
 	}
 	hooks := d.ExtensionHooks()

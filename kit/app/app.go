@@ -30,12 +30,12 @@ type Setup struct {
 	Register func(ctx context.Context, mgr ctrl.Manager, o manager.Options) error
 }
 
-// Scheme returns a scheme with the built-in Kubernetes types and every
-// Terrace API group.
 // TraceFlushTimeout bounds the flush of buffered spans when the process
 // stops.
 const TraceFlushTimeout = 5 * time.Second
 
+// Scheme returns a scheme with the built-in Kubernetes types and every
+// Terrace API group.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {

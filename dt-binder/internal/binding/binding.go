@@ -122,21 +122,23 @@ func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstu
 }
 
 // heldUnderItsClass: t names claim in its claimRef and was bound to it, so it
-// stays the claim's whatever class the claim names now. Either the target
-// reported itself bound (its Bound condition is True; the target reconciler
-// sets that only for a claim of its class, and keeps it while the claim
-// holds it), or the claim recorded the binding (bind-complete, and
-// spec.targetName naming the target). A Released target is never held: it
-// was let go by an earlier claim of the same name.
+// stays the claim's whatever class the claim names now. The claim recorded a
+// binding (bind-complete), and either the target reported itself bound (its
+// Bound condition is True; the target reconciler sets that only for a claim
+// of its class, and keeps it while the claim holds it) or the claim's
+// spec.targetName names it. A Released target is never held: it was let go
+// by an earlier claim of the same name.
 func heldUnderItsClass(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
 	if !namesClaim(t, claim) || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
 		return false
 	}
-	if meta.IsStatusConditionTrue(t.Status.Conditions, appstudiov1alpha1.ConditionBound) {
-		return true
+	// The claim itself must have recorded a binding: a new claim of the same
+	// name (the old one's finalizer removed by hand, recreated with another
+	// class before the target turned Released) never bound this target.
+	if claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] != appstudiov1alpha1.AnnotationTrue {
+		return false
 	}
-	return claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue &&
-		claim.Spec.TargetName == t.Name
+	return meta.IsStatusConditionTrue(t.Status.Conditions, appstudiov1alpha1.ConditionBound) || claim.Spec.TargetName == t.Name
 }
 
 func namesClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {

@@ -91,9 +91,17 @@ func TestHeldTargetIgnoresClassChange(t *testing.T) {
 	bound.Status.Conditions = []metav1.Condition{{Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionTrue}}
 	c := claim("c1", "bound")
 	c.Spec.DeploymentTargetClassName = "changed"
+	// A new claim of the same name (the old one's finalizer removed by
+	// hand, recreated with another class before the target turned
+	// Released) never recorded a binding: the target is not its.
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got != nil {
+		t.Fatalf("a claim that never recorded a binding holds nothing of another class, got %v", got.Name)
+	}
+	c.Annotations = map[string]string{appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue}
 	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got == nil || got.Name != "bound" {
 		t.Fatalf("want bound (by its Bound condition), got %v", got)
 	}
+	c.Annotations = nil
 	if got := BoundTarget(c, []appstudiov1alpha1.DeploymentTarget{bound}); got != nil {
 		t.Fatalf("BoundTarget binds same-class targets only, got %v", got.Name)
 	}

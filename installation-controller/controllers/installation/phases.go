@@ -337,6 +337,15 @@ func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj cli
 		}
 		finished, phase = o.Status.JobIDFinished, o.Status.Phase
 	case *lsv1alpha1.Installation:
+		// Its siblings that import from it are not deleted: marked like an
+		// orphan, it does not wait for them (they would wait in turn for
+		// this job, which waits for it). They get the job once it is back.
+		if o.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] != "true" {
+			yes := "true"
+			if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
+				return err
+			}
+		}
 		if err := r.handOverInstallation(ctx, s, o, job); err != nil {
 			return err
 		}
@@ -713,7 +722,10 @@ func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installa
 				ns = inst.Namespace
 			}
 			do := &lsv1alpha1.DataObject{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: er.Name}, do); err != nil {
+			// Written right before the execution's status that woke this
+			// reconcile, on another watch: read live when the cache does not
+			// show it yet (no event of it would wake this installation).
+			if err := r.getImport(ctx, fromCache, client.ObjectKey{Namespace: ns, Name: er.Name}, do); err != nil {
 				return nil, fmt.Errorf("reading the execution's exports %s: %w", er.Name, err)
 			}
 			v, err := decodeJSON(do.Data.RawMessage)

@@ -199,9 +199,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&lsv1alpha1.Installation{}).
 		// A finished predecessor raises a reconcile event for its successors.
 		Watches(&lsv1alpha1.Installation{}, handler.EnqueueRequestsFromMapFunc(r.successorsOf)).
-		// A successor that is gone wakes its predecessors: one being deleted
-		// waits in InitDelete until its successors are gone.
-		Watches(&lsv1alpha1.Installation{}, handler.Funcs{DeleteFunc: r.wakePredecessors}).
+		// An installation that is gone wakes its predecessors (one being
+		// deleted waits in InitDelete until its successors are gone) and its
+		// children (a deleted child waiting for its deletion job runs its
+		// own once its parent went without handing one over).
+		Watches(&lsv1alpha1.Installation{}, handler.Funcs{DeleteFunc: r.wakeOnDeletion}).
 		// An import appearing or changing wakes its importers.
 		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(dataKey))).
 		Watches(&lsv1alpha1.Target{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(targetKey))).
@@ -216,14 +218,17 @@ func (r *Reconciler) successorsOf(ctx context.Context, o client.Object) []ctrl.R
 	return r.requestsFor(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
 }
 
-// wakePredecessors enqueues the installations that export what a deleted
-// installation imported.
-func (r *Reconciler) wakePredecessors(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+// wakeOnDeletion enqueues, for a deleted installation, the installations
+// that export what it imported and its sub-installations.
+func (r *Reconciler) wakeOnDeletion(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
 	inst, ok := e.Object.(*lsv1alpha1.Installation)
 	if !ok {
 		return
 	}
 	for _, req := range r.requestsFor(ctx, inst.Namespace, ExportsIndex, importKeys(inst), inst.Name) {
+		q.Add(req)
+	}
+	for _, req := range r.requestsFor(ctx, inst.Namespace, ParentIndex, []string{inst.Name}, inst.Name) {
 		q.Add(req)
 	}
 }

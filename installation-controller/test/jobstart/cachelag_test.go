@@ -107,3 +107,52 @@ func TestImportTheCacheDoesNotShowIsReadLive(t *testing.T) {
 	g.Expect(inst.Status.LastError).To(BeNil())
 	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
 }
+
+// The execution's exports DataObject, written right before the execution
+// status that wakes Completing but on another watch, is read live when the
+// cache does not show it yet: no event of it would wake the installation.
+func TestExecutionExportsTheCacheDoesNotShowAreReadLive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, r, mgr := handDriven(t, "exportlag", hiding(func(obj client.Object) bool {
+		_, isData := obj.(*lsv1alpha1.DataObject)
+		return isData
+	}))
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "exportlag",
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
+	})).To(Succeed())
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "exportlag", Name: "root"}}
+	cachedInst := func() (*lsv1alpha1.Installation, error) {
+		i := &lsv1alpha1.Installation{}
+		return i, mgr.GetCache().Get(ctx, req.NamespacedName, i)
+	}
+	g.Eventually(func() error { _, err := cachedInst(); return err }, timeout).Should(Succeed())
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	inst := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	job := inst.Status.JobID
+
+	// The execution controller writes the exports, then finishes the job.
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: "exportlag", Name: "root-exports"},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`{"item":{"url":"x"}}`))})).To(Succeed())
+	exec := &lsv1alpha1.Execution{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, exec)).To(Succeed())
+	exec.Status.JobIDFinished, exec.Status.Phase = job, lsv1alpha1.PhaseSucceeded
+	exec.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: "root-exports", Namespace: "exportlag"}
+	g.Expect(env.Client.Status().Update(ctx, exec, client.FieldOwner("execution-controller"))).To(Succeed())
+	g.Eventually(func() (string, error) { i, err := cachedInst(); return i.Status.JobID, err }, timeout).Should(Equal(job))
+	g.Eventually(func() (string, error) {
+		e := &lsv1alpha1.Execution{}
+		return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
+	}, timeout).Should(Equal(job))
+
+	// One reconcile finishes the job: it does not wait for the cache.
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "%v", inst.Status.Conditions)
+}
