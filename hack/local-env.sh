@@ -234,6 +234,8 @@ install_terrace() {
   kubectl_admin create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
   # Each binary's ClusterRole is generated from its +kubebuilder:rbac markers.
   kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/config/rbac/" -R >/dev/null
+  # What RBAC cannot say (hand-written admission policies, config/policies/<binary>.yaml).
+  kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/config/policies/" >/dev/null
   mkdir -p "${LOCAL}/kubeconfigs"
   for c in "${CONTROLLERS[@]}"; do
     kubectl_admin -n "${NAMESPACE}" create serviceaccount "${c}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null

@@ -30,7 +30,10 @@ func TestGeneratedRoleGrantsOnlyWhatTheStubProvisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	team := unique("team-rbac")
-	createNamespace(t, g, team)
+	// Labelled as a namespace the stub provisioned: what this test shows
+	// is RBAC's part, not the admission policy's (TestWritePolicy...).
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team,
+		Labels: map[string]string{spacerequest.ManagedByLabel: spacerequest.ManagedByValue}}})).To(Succeed())
 	asStub, err := client.New(stubConfig, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	forbidden := func(err error) {
@@ -79,4 +82,44 @@ func TestGeneratedRoleGrantsOnlyWhatTheStubProvisions(t *testing.T) {
 	}))
 	forbidden(asStub.List(ctx, &rbacv1.RoleBindingList{}))
 	g.Expect(asStub.List(ctx, &rbacv1.RoleBindingList{}, client.MatchingFields{"metadata.name": spacerequest.RoleBindingName})).To(Succeed())
+}
+
+// TestWritePolicyLimitsTheStubToWhatItProvisions: what the stub's ClusterRole
+// must allow but the stub never does is refused by its admission policy
+// (config/policies): a service-account-token Secret (kube-controller-manager
+// would fill it with a token of any ServiceAccount), an unlabelled Secret,
+// ServiceAccounts and RoleBindings in a namespace it did not provision, and
+// deleting a namespace that is not its own. What it provisions passes.
+func TestWritePolicyLimitsTheStubToWhatItProvisions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	asStub, err := client.New(stubConfig, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	refused := func(err error, what string) {
+		t.Helper()
+		g.Expect(err).To(HaveOccurred(), what)
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: want refused by the policy, got %v", what, err)
+		g.Expect(err.Error()).To(ContainSubstring("spacerequest-stub"), what)
+	}
+	labels := map[string]string{spacerequest.ManagedByLabel: spacerequest.ManagedByValue}
+	foreign := unique("team-policy")
+	createNamespace(t, g, foreign)
+
+	refused(asStub.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: "steal", Labels: labels,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}), "a service-account-token Secret")
+	refused(asStub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: "unlabelled"}}), "an unlabelled Secret")
+	g.Expect(asStub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: "kubeconfig", Labels: labels},
+		Type: corev1.SecretTypeOpaque})).To(Succeed(), "an Opaque Secret with the stub's label")
+	refused(asStub.Apply(ctx, corev1ac.ServiceAccount(spacerequest.ServiceAccountName, foreign), client.FieldOwner("policy-test")),
+		"a ServiceAccount in a namespace the stub did not provision")
+	refused(asStub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}}), "deleting a namespace that is not the stub's")
+	refused(asStub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unique("unlabelled")}}), "an unlabelled namespace")
+
+	own := unique("stub-policy")
+	g.Expect(asStub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own, Labels: labels}})).To(Succeed())
+	g.Expect(asStub.Apply(ctx, corev1ac.ServiceAccount(spacerequest.ServiceAccountName, own), client.FieldOwner("policy-test"))).To(Succeed())
+	g.Expect(asStub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}})).To(Succeed())
 }

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -51,7 +53,49 @@ const (
 	// generatedRole is the stub's ClusterRole, generated from the
 	// +kubebuilder:rbac markers (make generate-rbac).
 	generatedRole = "../../../config/rbac/spacerequest-stub/role.yaml"
+	// writePolicy limits what the stub writes beyond what RBAC can say.
+	writePolicy = "../../../config/policies/spacerequest-stub.yaml"
 )
+
+// installWritePolicy installs the stub's ValidatingAdmissionPolicy and its
+// binding, as make up and make deploy do, and waits until it refuses a write
+// of the stub's that only the policy forbids (an unlabelled Secret).
+func installWritePolicy(ctx context.Context, asStubConfig *rest.Config) error {
+	data, err := os.ReadFile(writePolicy)
+	if err != nil {
+		return err
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		return fmt.Errorf("%s: want a policy and its binding, got %d documents", writePolicy, len(docs))
+	}
+	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	for i, o := range []client.Object{policy, binding} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), o); err != nil {
+			return fmt.Errorf("%s: %w", writePolicy, err)
+		}
+		if err := env.Client.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	asStub, err := client.New(asStubConfig, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: stubNamespace, Name: "policy-probe"}}
+		err := asStub.Create(ctx, probe)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil // refused: the policy is in force
+		}
+		_ = env.Client.Delete(ctx, probe)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the policy does not refuse the stub's unlabelled Secret after 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
 
 // TestMain starts one API server for the package and runs the stub's
 // reconciler against it in-process, configured as the binary would be and
@@ -90,6 +134,11 @@ func run(m *testing.M) int {
 	if err != nil {
 		cancel()
 		fmt.Fprintf(os.Stderr, "running as the stub's ServiceAccount: %v\n", err)
+		return 1
+	}
+	if err := installWritePolicy(ctx, stubConfig); err != nil {
+		cancel()
+		fmt.Fprintf(os.Stderr, "installing the stub's admission policy: %v\n", err)
 		return 1
 	}
 	done, err := startManager(ctx)
