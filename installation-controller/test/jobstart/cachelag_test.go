@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
 // A job whose execution the cache does not show (the Execution informer lags
@@ -26,42 +28,15 @@ func TestProgressingWaitsForAnExecutionTheCacheDoesNotShow(t *testing.T) {
 		_, isExec := obj.(*lsv1alpha1.Execution)
 		return isExec && hide.Load()
 	}))
-	var err error
-
-	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
-		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "cachelag",
-			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
-		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
-			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
-	})).To(Succeed())
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "cachelag", Name: "root"}}
-	cachedInst := func() (*lsv1alpha1.Installation, error) {
-		i := &lsv1alpha1.Installation{}
-		return i, mgr.GetCache().Get(ctx, req.NamespacedName, i)
-	}
-	g.Eventually(func() error { _, err := cachedInst(); return err }, timeout).Should(Succeed())
-
 	// The job starts: the execution is created and handed the job.
-	_, err = r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred())
+	req, job := startRootJob(g, env, r, mgr, "cachelag")
 	inst := &lsv1alpha1.Installation{}
-	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
-	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
-	job := inst.Status.JobID
 
 	// The execution finishes (as its controller would report it), and the
 	// installation's cache shows the job - but not, yet, the execution.
-	exec := &lsv1alpha1.Execution{}
-	g.Expect(env.Client.Get(ctx, req.NamespacedName, exec)).To(Succeed())
-	exec.Status.JobIDFinished, exec.Status.Phase = job, lsv1alpha1.PhaseSucceeded
-	g.Expect(env.Client.Status().Update(ctx, exec, client.FieldOwner("execution-controller"))).To(Succeed())
-	g.Eventually(func() (string, error) { i, err := cachedInst(); return i.Status.JobID, err }, timeout).Should(Equal(job))
-	g.Eventually(func() (string, error) {
-		e := &lsv1alpha1.Execution{}
-		return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
-	}, timeout).Should(Equal(job))
+	finishExecution(g, env, mgr, req, job, nil)
 	hide.Store(true)
-	_, err = r.Reconcile(ctx, req)
+	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
 	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "the job waits for the execution it created")
@@ -118,41 +93,64 @@ func TestExecutionExportsTheCacheDoesNotShowAreReadLive(t *testing.T) {
 		_, isData := obj.(*lsv1alpha1.DataObject)
 		return isData
 	}))
-	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
-		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "exportlag",
-			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
-		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
-			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
-	})).To(Succeed())
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "exportlag", Name: "root"}}
-	cachedInst := func() (*lsv1alpha1.Installation, error) {
-		i := &lsv1alpha1.Installation{}
-		return i, mgr.GetCache().Get(ctx, req.NamespacedName, i)
-	}
-	g.Eventually(func() error { _, err := cachedInst(); return err }, timeout).Should(Succeed())
-	_, err := r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred())
-	inst := &lsv1alpha1.Installation{}
-	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
-	job := inst.Status.JobID
+	req, job := startRootJob(g, env, r, mgr, "exportlag")
 
 	// The execution controller writes the exports, then finishes the job.
 	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: "exportlag", Name: "root-exports"},
 		Data: lsv1alpha1.NewAnyJSON([]byte(`{"item":{"url":"x"}}`))})).To(Succeed())
+	finishExecution(g, env, mgr, req, job, func(exec *lsv1alpha1.Execution) {
+		exec.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: "root-exports", Namespace: "exportlag"}
+	})
+
+	// One reconcile finishes the job: it does not wait for the cache.
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	inst := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "%v", inst.Status.Conditions)
+}
+
+// startRootJob creates root installation "root" in ns (blueprintYAML: one
+// mock item), waits until the reconciler's cache shows it, and runs the one
+// reconcile that starts its job: the execution created and handed the job.
+// It returns the installation's request and the job.
+func startRootJob(g Gomega, env *testenv.Env, r *installation.Reconciler, mgr ctrl.Manager, ns string) (ctrl.Request, string) {
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns,
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
+	})).To(Succeed())
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "root"}}
+	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	inst := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
+	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
+	return req, inst.Status.JobID
+}
+
+// finishExecution reports the root's execution finished with job, as the
+// execution controller would (report may add to the status), and waits
+// until the reconciler's cache shows the installation's job and the
+// finished execution.
+func finishExecution(g Gomega, env *testenv.Env, mgr ctrl.Manager, req ctrl.Request, job string, report func(*lsv1alpha1.Execution)) {
+	ctx := context.Background()
 	exec := &lsv1alpha1.Execution{}
 	g.Expect(env.Client.Get(ctx, req.NamespacedName, exec)).To(Succeed())
 	exec.Status.JobIDFinished, exec.Status.Phase = job, lsv1alpha1.PhaseSucceeded
-	exec.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: "root-exports", Namespace: "exportlag"}
+	if report != nil {
+		report(exec)
+	}
 	g.Expect(env.Client.Status().Update(ctx, exec, client.FieldOwner("execution-controller"))).To(Succeed())
-	g.Eventually(func() (string, error) { i, err := cachedInst(); return i.Status.JobID, err }, timeout).Should(Equal(job))
+	g.Eventually(func() (string, error) {
+		i := &lsv1alpha1.Installation{}
+		return i.Status.JobID, mgr.GetCache().Get(ctx, req.NamespacedName, i)
+	}, timeout).Should(Equal(job))
 	g.Eventually(func() (string, error) {
 		e := &lsv1alpha1.Execution{}
 		return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
 	}, timeout).Should(Equal(job))
-
-	// One reconcile finishes the job: it does not wait for the cache.
-	_, err = r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Get(ctx, req.NamespacedName, inst)).To(Succeed())
-	g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "%v", inst.Status.Conditions)
 }

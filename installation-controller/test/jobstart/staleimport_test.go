@@ -86,13 +86,7 @@ func TestImportTheCacheShowsStaleIsReadLive(t *testing.T) {
 			g.Expect(string(exec.Spec.DeployItems[0].Config.Raw)).To(ContainSubstring(`"greeting":"new"`))
 
 			// The execution finishes, as its controller would report it.
-			exec.Status.JobIDFinished, exec.Status.Phase = job, lsv1alpha1.PhaseSucceeded
-			g.Expect(env.Client.Status().Update(ctx, exec, client.FieldOwner("execution-controller"))).To(Succeed())
-			g.Eventually(func() (string, error) { i, err := cachedInst(); return i.Status.JobID, err }, timeout).Should(Equal(job))
-			g.Eventually(func() (string, error) {
-				e := &lsv1alpha1.Execution{}
-				return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
-			}, timeout).Should(Equal(job))
+			finishExecution(g, env, mgr, req, job, nil)
 			stale.Store(tc.staleAtEnd)
 
 			// It succeeds: nothing changed during the job.
