@@ -737,9 +737,17 @@ func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installa
 			}
 		}
 	}
+	// The sub-installations write their exports into this installation's
+	// context right before the status writes that wake it, on other
+	// watches: with sub-installations the context is listed from the API
+	// server, or a lagging cache would export a missing or old value.
+	contextReader := client.Reader(r.Client)
+	if len(inst.Status.InstallationReferences) > 0 {
+		contextReader = r.APIReader
+	}
 	dataobjects := map[string]any{}
 	dos := &lsv1alpha1.DataObjectList{}
-	if err := r.Client.List(ctx, dos, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
+	if err := contextReader.List(ctx, dos, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
 		return nil, fmt.Errorf("listing context data objects: %w", err)
 	}
 	for i := range dos.Items {
@@ -751,7 +759,7 @@ func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installa
 	}
 	targets := map[string]any{}
 	ts := &lsv1alpha1.TargetList{}
-	if err := r.Client.List(ctx, ts, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
+	if err := contextReader.List(ctx, ts, client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}); err != nil {
 		return nil, fmt.Errorf("listing context targets: %w", err)
 	}
 	for i := range ts.Items {

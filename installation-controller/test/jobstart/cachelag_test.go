@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
@@ -153,4 +154,94 @@ func finishExecution(g Gomega, env *testenv.Env, mgr ctrl.Manager, req ctrl.Requ
 		e := &lsv1alpha1.Execution{}
 		return e.Status.JobIDFinished, mgr.GetCache().Get(ctx, req.NamespacedName, e)
 	}, timeout).Should(Equal(job))
+}
+
+// A sub-installation writes its export into its parent's context right
+// before the status that wakes the parent, on another watch. The parent's
+// Completing lists its context from the API server: a cache that does not
+// show the export yet must not make it export a missing value.
+func TestSubInstallationExportsTheCacheDoesNotShowAreListedLive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "subexportlag"
+	// While hide is set, the reconciler's lists of DataObjects come back
+	// empty: the cache has not seen the sub-installation's export yet.
+	var hide atomic.Bool
+	env, r, mgr := handDriven(t, ns, func(*testenv.Env) interceptor.Funcs {
+		return interceptor.Funcs{
+			List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*lsv1alpha1.DataObjectList); ok && hide.Load() {
+					return nil
+				}
+				return cl.List(ctx, list, opts...)
+			},
+		}
+	})
+	root := &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns,
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{
+				lsv1alpha1.BlueprintFileName: `exports:
+- name: url
+  type: data
+  schema: {type: string}
+subinstallations:
+- name: s
+  blueprint:
+    dir: s
+  exports:
+    data:
+    - name: url
+      dataRef: s-url
+exportExecutions:
+- name: exports
+  type: GoTemplate
+  template: |
+    exports:
+      url: {{ index .values.dataobjects "s-url" }}
+`,
+				"s/blueprint.yaml": "exports:\n- name: url\n  type: data\n",
+			}}}},
+	}
+	root.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "url", DataRef: "root-url"}}
+	g.Expect(env.Client.Create(ctx, root)).To(Succeed())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(root)}
+	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
+	// The job starts: the sub-installation is created and handed the job.
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
+	job := root.Status.JobID
+	g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v", root.Status.Conditions)
+
+	// The sub-installation writes its export into the parent's context, then
+	// finishes the job (as its own reconciles would).
+	hide.Store(true)
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DataObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: installation.ScopedName("root", "s-url"),
+			Labels:      map[string]string{installation.ContextLabel: "root"},
+			Annotations: map[string]string{installation.KeyAnnotation: "s-url"}},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"https://s.example.com"`)),
+	})).To(Succeed())
+	sub := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root-s"}, sub)).To(Succeed())
+	sub.Status.JobIDFinished, sub.Status.Phase = job, lsv1alpha1.PhaseSucceeded
+	g.Expect(env.Client.Status().Update(ctx, sub, client.FieldOwner("installation-controller"))).To(Succeed())
+	g.Eventually(func() (string, error) {
+		i := &lsv1alpha1.Installation{}
+		return i.Status.JobIDFinished, mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(sub), i)
+	}, timeout).Should(Equal(job))
+	g.Eventually(func() (string, error) {
+		i := &lsv1alpha1.Installation{}
+		return i.Status.JobID, mgr.GetCache().Get(ctx, req.NamespacedName, i)
+	}, timeout).Should(Equal(job))
+
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
+	g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "%v %v", root.Status.LastError, root.Status.Conditions)
+	exported := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root-url"}, exported)).To(Succeed())
+	g.Expect(string(exported.Data.RawMessage)).To(Equal(`"https://s.example.com"`))
 }
