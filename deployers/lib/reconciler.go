@@ -80,12 +80,6 @@ type Reconciler struct {
 	superseded stale.Versions
 }
 
-// cacheRunnable makes the manager start the item cache with its other caches,
-// before any controller.
-type cacheRunnable struct{ cache.Cache }
-
-func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
-
 // AddToManager builds a Reconciler for d and registers it with mgr.
 func AddToManager(mgr ctrl.Manager, d Deployer, opts Options) error {
 	r, err := New(mgr, d, opts)
@@ -138,14 +132,11 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("deployer %s: indexing items by target: %w", opts.Name, err)
 	}
-	if err := mgr.Add(cacheRunnable{items}); err != nil {
-		return nil, fmt.Errorf("deployer %s: adding item cache: %w", opts.Name, err)
-	}
 	// Not ready before the item cache synced: on an API server that does
 	// not serve the spec.type selectable field (Kubernetes < 1.31) it never
 	// does, and the process must not look healthy and idle.
-	if err := mgr.AddReadyzCheck("deploy-item-cache-"+opts.Name, manager.CacheSynced(items)); err != nil {
-		return nil, fmt.Errorf("deployer %s: adding the item cache's readiness check: %w", opts.Name, err)
+	if err := manager.AddCache(mgr, "deploy-item-cache-"+opts.Name, items); err != nil {
+		return nil, fmt.Errorf("deployer %s: %w", opts.Name, err)
 	}
 	hooks := d.ExtensionHooks()
 	if hooks == nil {

@@ -208,6 +208,26 @@ func RESTConfig(component string, o Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// AddCache makes mgr run c, a cache of a binary's own (one with selectors
+// the manager's cache cannot have): started with the manager's cache, before
+// any controller, which waits for it to sync; and the readiness check name
+// (CacheSynced) keeps the process unready until it has.
+func AddCache(mgr ctrl.Manager, name string, c cache.Cache) error {
+	if err := mgr.Add(cacheRunnable{c}); err != nil {
+		return fmt.Errorf("adding cache %s: %w", name, err)
+	}
+	if err := mgr.AddReadyzCheck(name, CacheSynced(c)); err != nil {
+		return fmt.Errorf("adding the readiness check of cache %s: %w", name, err)
+	}
+	return nil
+}
+
+// cacheRunnable puts a cache into the manager's group of caches, which
+// start before the controllers.
+type cacheRunnable struct{ cache.Cache }
+
+func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
+
 // cacheSyncWait bounds how long one readiness probe waits for a cache.
 const cacheSyncWait = time.Second
 

@@ -53,12 +53,6 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// cacheRunnable makes the manager start a cache with its other caches,
-// before any controller, and wait for it to sync.
-type cacheRunnable struct{ cache.Cache }
-
-func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
-
 // AddToManager registers the spacerequest-stub's reconciler with mgr.
 func AddToManager(mgr ctrl.Manager, o Options) error {
 	_, err := Setup(mgr, o)
@@ -109,12 +103,8 @@ func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 		return nil, fmt.Errorf("spacerequest-stub: creating the cache of provisioned objects: %w", err)
 	}
 	for name, c := range map[string]cache.Cache{"clusterrole-cache": roles, "provisioned-objects-cache": managed} {
-		// Started with the manager's own cache, before the controller.
-		if err := mgr.Add(cacheRunnable{c}); err != nil {
+		if err := manager.AddCache(mgr, name, c); err != nil {
 			return nil, fmt.Errorf("spacerequest-stub: %w", err)
-		}
-		if err := mgr.AddReadyzCheck(name, manager.CacheSynced(c)); err != nil {
-			return nil, fmt.Errorf("spacerequest-stub: adding readyz check: %w", err)
 		}
 	}
 	r := &spacerequest.Reconciler{
