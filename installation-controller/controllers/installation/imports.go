@@ -137,11 +137,11 @@ func targetValue(t *lsv1alpha1.Target) map[string]any {
 	}
 }
 
-// getImport reads an imported DataObject or Target (see importReads). One
-// the cache does not show is read from the API server before it counts as
-// missing (which fails the job): a parent writes its context objects, and a
-// predecessor its exports, right before the write that wakes this reconcile,
-// and their informer may not have them yet.
+// getImport reads an imported DataObject or Target, or the execution's
+// exports (see importReads). One the cache does not show is read from the
+// API server before it counts as missing: a parent writes its context
+// objects, a predecessor and the execution their exports, right before the
+// write that wakes this reconcile, and their informer may not have them yet.
 func (r *Reconciler) getImport(ctx context.Context, reads importReads, key client.ObjectKey, obj client.Object) error {
 	if reads == fromAPIServer {
 		return r.APIReader.Get(ctx, key, obj)

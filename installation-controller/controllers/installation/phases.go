@@ -327,37 +327,47 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 // until the object is gone: the owner watch then wakes Init, which creates
 // it again. A deletion that failed fails the job; the next job retries it.
 func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj client.Object) error {
-	job := s.inst.Status.JobID
-	var finished string
-	var phase lsv1alpha1.Phase
-	switch o := obj.(type) {
-	case *lsv1alpha1.Execution:
-		if err := r.handOverExecution(ctx, s, o, job); err != nil {
+	// A sub-installation's siblings that import from it are not deleted:
+	// marked like an orphan, it does not wait for them (they would wait in
+	// turn for this job, which waits for it). They get the job once it is back.
+	if sub, ok := obj.(*lsv1alpha1.Installation); ok && sub.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] != "true" {
+		yes := "true"
+		if err := patchAnnotations(ctx, r.Client, sub, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
 			return err
 		}
-		finished, phase = o.Status.JobIDFinished, o.Status.Phase
-	case *lsv1alpha1.Installation:
-		// Its siblings that import from it are not deleted: marked like an
-		// orphan, it does not wait for them (they would wait in turn for
-		// this job, which waits for it). They get the job once it is back.
-		if o.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] != "true" {
-			yes := "true"
-			if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.DeleteIgnoreSuccessorsAnnotation: &yes}); err != nil {
-				return err
-			}
-		}
-		if err := r.handOverInstallation(ctx, s, o, job); err != nil {
-			return err
-		}
-		finished, phase = o.Status.JobIDFinished, o.Status.Phase
+	}
+	failed, err := r.handOverDeletion(ctx, s, obj)
+	if err != nil {
+		return err
 	}
 	what := kindOf(obj) + " " + obj.GetName()
-	if finishedWith(finished, job) && phase == lsv1alpha1.PhaseDeleteFailed {
+	if failed {
 		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem,
 			"%s was deleted by hand and its deletion failed (see its status); the next job retries it", what)
 	}
 	s.handDeleted = append(s.handDeleted, what)
 	return nil
+}
+
+// handOverDeletion hands this job to obj, a deleted execution or
+// sub-installation, which then runs its deletion flow, and reports whether
+// it finished this job DeleteFailed.
+func (r *Reconciler) handOverDeletion(ctx context.Context, s *scope, obj client.Object) (deleteFailed bool, err error) {
+	job := s.inst.Status.JobID
+	var st lsv1alpha1.Phase
+	var finished string
+	switch o := obj.(type) {
+	case *lsv1alpha1.Execution:
+		err = r.handOverExecution(ctx, s, o, job)
+		finished, st = o.Status.JobIDFinished, o.Status.Phase
+	case *lsv1alpha1.Installation:
+		err = r.handOverInstallation(ctx, s, o, job)
+		finished, st = o.Status.JobIDFinished, o.Status.Phase
+	}
+	if err != nil {
+		return false, err
+	}
+	return finishedWith(finished, job) && st == lsv1alpha1.PhaseDeleteFailed, nil
 }
 
 // subObjectWriteError classifies the error of a create or update of a
@@ -511,29 +521,30 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	job := s.inst.Status.JobID
 	var working, failed []string
-	if exec != nil && exec.DeletionTimestamp != nil {
-		if err := r.handOverExecution(ctx, s, exec, job); err != nil {
-			return outcome{}, err
+	handOver := func(o client.Object, what string) error {
+		deleteFailed, err := r.handOverDeletion(ctx, s, o)
+		switch {
+		case err != nil:
+			return err
+		case deleteFailed:
+			failed = append(failed, what)
+		default:
+			working = append(working, what)
 		}
-		if finishedWith(exec.Status.JobIDFinished, job) && exec.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
-			failed = append(failed, "execution "+exec.Name)
-		} else {
-			working = append(working, "execution "+exec.Name)
+		return nil
+	}
+	if exec != nil && exec.DeletionTimestamp != nil {
+		if err := handOver(exec, "execution "+exec.Name); err != nil {
+			return outcome{}, err
 		}
 	}
 	for _, sub := range subs {
 		if sub.DeletionTimestamp == nil {
 			continue
 		}
-		if err := r.handOverInstallation(ctx, s, sub, job); err != nil {
+		if err := handOver(sub, "sub-installation "+sub.Name); err != nil {
 			return outcome{}, err
-		}
-		if finishedWith(sub.Status.JobIDFinished, job) && sub.Status.Phase == lsv1alpha1.PhaseDeleteFailed {
-			failed = append(failed, "sub-installation "+sub.Name)
-		} else {
-			working = append(working, "sub-installation "+sub.Name)
 		}
 	}
 	switch {
