@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"go.opentelemetry.io/otel"
@@ -118,7 +119,8 @@ func TestHandedOverTraceIsContinued(t *testing.T) {
 }
 
 // jobRootSpan waits for the one root span of a job of the root execution
-// named name in ns that is none of the excluded jobs, and returns it.
+// named name in ns that is none of the excluded jobs, and returns it. The
+// roots of reconciles outside any job (no job ID) are no job's.
 func jobRootSpan(t *testing.T, rec *tracetest.SpanRecorder, ns, name string, exclude ...string) sdktrace.ReadOnlySpan {
 	t.Helper()
 	var root sdktrace.ReadOnlySpan
@@ -126,7 +128,8 @@ func jobRootSpan(t *testing.T, rec *tracetest.SpanRecorder, ns, name string, exc
 		var roots []sdktrace.ReadOnlySpan
 		for _, s := range rec.Ended() {
 			if s.Name() == "Execution.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == name &&
-				!s.Parent().IsValid() && !slices.Contains(exclude, tracingtest.Attr(s, string(tracing.AttrJobID))) {
+				!s.Parent().IsValid() && tracingtest.Attr(s, string(tracing.AttrJobID)) != "" &&
+				!slices.Contains(exclude, tracingtest.Attr(s, string(tracing.AttrJobID))) {
 				roots = append(roots, s)
 			}
 		}
@@ -134,6 +137,58 @@ func jobRootSpan(t *testing.T, rec *tracetest.SpanRecorder, ns, name string, exc
 		root = roots[0]
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	return root
+}
+
+// A reconcile outside any job (here: the execution and its item touched
+// after the job ended, which starts no job) is a trace of its own, without a
+// job ID: the finished job's trace gets no span from it.
+func TestIdleReconcileIsATraceOfItsOwn(t *testing.T) {
+	rec := tracingtest.Record(t)
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	exec := newExecution(ns, "idle", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	jobTrace := jobRootSpan(t, rec, ns, "idle").SpanContext().TraceID()
+
+	// Every reconcile starting from now on is outside the job.
+	touched := time.Now()
+	cur := getExec(g, exec)
+	p := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations["test.terrace.dev/touched"] = "yes"
+	g.Expect(env.Client.Patch(ctx, cur, p)).To(Succeed())
+	di := getItem(g, ns, "idle", "a")
+	p = client.MergeFrom(di.DeepCopy())
+	di.Labels["test.terrace.dev/touched"] = "yes"
+	g.Expect(env.Client.Patch(ctx, di, p)).To(Succeed())
+
+	idleSpans := func() []sdktrace.ReadOnlySpan {
+		var out []sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.Name() == "Execution.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns &&
+				tracingtest.Attr(s, string(tracing.AttrName)) == "idle" && s.StartTime().After(touched) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	g.Eventually(func(g Gomega) {
+		ss := idleSpans()
+		g.Expect(ss).NotTo(BeEmpty(), "the touches bring reconciles")
+		for _, s := range ss {
+			g.Expect(s.Parent().IsValid()).To(BeFalse(), "an idle reconcile is the root of its own trace")
+			g.Expect(s.SpanContext().TraceID()).NotTo(Equal(jobTrace))
+			g.Expect(tracingtest.Attr(s, string(tracing.AttrJobID))).To(BeEmpty(), "an idle reconcile has no job ID")
+		}
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	for _, s := range tracingtest.Trace(rec, jobTrace) {
+		g.Expect(s.StartTime()).To(BeTemporally("<", touched), "span %s %s added to the finished job's trace",
+			s.Name(), tracingtest.Attr(s, string(tracing.AttrName)))
+	}
+	// The execution keeps the job's trace context: nothing was written.
+	g.Expect(getExec(g, exec).Annotations[tracing.TraceContextAnnotation]).To(Equal(done.Annotations[tracing.TraceContextAnnotation]))
 }
 
 // expectItemDeletedIn checks that the deploy item (item of execution exec)

@@ -72,7 +72,11 @@ type ExecutionStatus struct {
 	// LastError is the last error the execution ran into.
 	// +optional
 	LastError *Error `json:"lastError,omitempty"`
-	// DeployItemReferences lists the created deploy items by their name in the spec.
+	// DeployItemReferences lists the deploy items of the current (or last)
+	// install job by their name in the spec: the job's item set, recorded
+	// from the spec when the job started. The job runs these items; an item
+	// added to the spec mid-job waits for the next job, one removed mid-job
+	// is deleted by the next job.
 	// +optional
 	DeployItemReferences []NamedObjectReference `json:"deployItemRefs,omitempty"`
 	// ExportReference points at the DataObject holding the items' exports.

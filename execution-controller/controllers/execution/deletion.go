@@ -137,15 +137,15 @@ func (r *Reconciler) deleteInOrder(ctx context.Context, s *scope, items map[stri
 	return failed, running, nil
 }
 
-// orphansOf returns the execution's items that left its spec, by item name.
+// orphansOf returns the execution's items that left its spec before the
+// running job started (they are not in the job's item set), by item name.
+// An item that leaves the spec mid-job is still the job's: the next job
+// deletes it.
 func orphansOf(s *scope) map[string]*lsv1alpha1.DeployItem {
-	inSpec := map[string]bool{}
-	for _, t := range s.exec.Spec.DeployItems {
-		inSpec[t.Name] = true
-	}
+	inJob := jobItems(s.exec)
 	orphans := map[string]*lsv1alpha1.DeployItem{}
 	for n, di := range s.items {
-		if !inSpec[n] {
+		if !inJob[n] {
 			orphans[n] = di
 		}
 	}

@@ -31,18 +31,21 @@ func (e exportProblem) Unwrap() error { return e.error }
 // DataObject and no status.exportRef.
 func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	data := map[string]any{}
-	for _, t := range s.exec.Spec.DeployItems {
-		di := s.items[t.Name]
+	// The job's items (also one removed from the spec mid-job: it ran in
+	// the job), not the spec's: an item added mid-job has not run yet.
+	for _, item := range s.exec.Status.DeployItemReferences {
+		name := item.Name
+		di := s.items[name]
 		if di == nil || di.Status.ExportReference == nil {
 			continue
 		}
 		ref := di.Status.ExportReference
 		if ref.Namespace != "" && ref.Namespace != di.Namespace {
-			return exportProblem{fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", t.Name, ref.Namespace)}
+			return exportProblem{fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", name, ref.Namespace)}
 		}
 		secret := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: di.Namespace, Name: ref.Name}, secret); err != nil {
-			err = fmt.Errorf("reading exports of deploy item %s: %w", t.Name, err)
+			err = fmt.Errorf("reading exports of deploy item %s: %w", name, err)
 			if apierrors.IsNotFound(err) {
 				// The deployer writes the Secret before it names it: one that
 				// is missing was deleted, and stays missing until the item runs again.
@@ -52,9 +55,9 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 		}
 		v, err := decodeExport(secret)
 		if err != nil {
-			return exportProblem{fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", t.Name, ref.Name, err)}
+			return exportProblem{fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", name, ref.Name, err)}
 		}
-		data[t.Name] = v
+		data[name] = v
 	}
 
 	if len(data) == 0 && s.exec.Status.ExportReference == nil {

@@ -100,6 +100,65 @@ func specGraph(exec *lsv1alpha1.Execution) depgraph.Graph {
 	return g
 }
 
+// specItemRefs are the references of the spec's items, sorted by item name:
+// what a job records in status.deployItemRefs when it starts, as its item set.
+func specItemRefs(exec *lsv1alpha1.Execution) []lsv1alpha1.NamedObjectReference {
+	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(exec.Spec.DeployItems))
+	for _, t := range exec.Spec.DeployItems {
+		refs = append(refs, lsv1alpha1.NamedObjectReference{Name: t.Name, Reference: lsv1alpha1.ObjectReference{
+			Name: ItemObjectName(exec.Name, t.Name), Namespace: exec.Namespace,
+		}})
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	return refs
+}
+
+// jobItems is the item set of the running (or last) install job, by item
+// name: status.deployItemRefs, recorded from the spec when the job started.
+// Items added to the spec since wait for the next job; items removed since
+// are still the job's (see jobGraph).
+func jobItems(exec *lsv1alpha1.Execution) map[string]bool {
+	out := make(map[string]bool, len(exec.Status.DeployItemReferences))
+	for _, ref := range exec.Status.DeployItemReferences {
+		out[ref.Name] = true
+	}
+	return out
+}
+
+// template returns the spec entry named name, or nil.
+func template(exec *lsv1alpha1.Execution, name string) *lsv1alpha1.DeployItemTemplate {
+	for i := range exec.Spec.DeployItems {
+		if exec.Spec.DeployItems[i].Name == name {
+			return &exec.Spec.DeployItems[i]
+		}
+	}
+	return nil
+}
+
+// jobGraph is the dependency graph of the running job's item set. An item's
+// dependencies are the ones it was created or updated with when the job
+// started (its depends-on annotation: no item is updated mid-job), so an
+// edit of dependsOn mid-job waits for the next job like any other edit. An
+// item of the set that does not exist (deleted by hand mid-job, or never
+// created) takes its dependencies from its spec entry, from which it is
+// (re)created; one whose spec entry is gone too cannot be created: it is
+// dropped from the job (returned in dropped), and an item depending on it
+// cannot start in this job (see progress).
+func jobGraph(s *scope) (g depgraph.Graph, dropped []string) {
+	g = depgraph.Graph{}
+	for _, ref := range s.exec.Status.DeployItemReferences {
+		n := ref.Name
+		if di := s.items[n]; di != nil {
+			g[n] = itemDependsOn(di)
+		} else if t := template(s.exec, n); t != nil {
+			g[n] = t.DependsOn
+		} else {
+			dropped = append(dropped, n)
+		}
+	}
+	return g, dropped
+}
+
 // loadItems reads the execution's items from the cache.
 func (r *Reconciler) loadItems(ctx context.Context, s *scope) (ctrl.Result, error) {
 	list := &lsv1alpha1.DeployItemList{}
@@ -213,14 +272,22 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 	return equality.Semantic.DeepEqual(av, bv)
 }
 
-// syncItems creates or updates the DeployItem of every spec entry. With
-// createOnly, existing items are left alone (spec changes are applied at the
-// start of the next job, not in the middle of one).
+// syncItems creates or updates the DeployItem of every spec entry of the
+// job's item set (status.deployItemRefs). With createOnly, existing items
+// are left alone (spec changes are applied at the start of the next job, not
+// in the middle of one). An entry added to the spec mid-job is not the job's:
+// it is created by the next job. An item of the job whose entry left the
+// spec is neither updated nor (if missing) created.
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
 	log := logf.FromContext(ctx)
 	orphansLeft := len(orphansOf(s)) > 0
+	inJob := jobItems(s.exec)
 	for i := range s.exec.Spec.DeployItems {
 		t := &s.exec.Spec.DeployItems[i]
+		if !inJob[t.Name] {
+			log.V(1).Info("deploy item added to the spec mid-job waits for the next job", "item", t.Name)
+			continue
+		}
 		cur := s.items[t.Name]
 		if cur != nil && (createOnly || upToDate(s.exec, t, cur)) {
 			continue
@@ -262,14 +329,6 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			*cur = *applied
 		}
 	}
-	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(s.exec.Spec.DeployItems))
-	for _, t := range s.exec.Spec.DeployItems {
-		refs = append(refs, lsv1alpha1.NamedObjectReference{Name: t.Name, Reference: lsv1alpha1.ObjectReference{
-			Name: ItemObjectName(s.exec.Name, t.Name), Namespace: s.exec.Namespace,
-		}})
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	s.exec.Status.DeployItemReferences = refs
 	return nil
 }
 

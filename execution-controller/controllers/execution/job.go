@@ -47,6 +47,9 @@ const (
 	ReasonReconcileIgnored    = "ReconcileIgnored"
 	ReasonReconcilePostponed  = "ReconcilePostponed"
 	ReasonWaitingForJob       = "WaitingForJob"
+	// ReasonDependenciesRemoved: items of a job cannot start because an item
+	// they depend on left the spec mid-job before the job could create it.
+	ReasonDependenciesRemoved = "DependenciesRemoved"
 
 	EventItemDeleted = "DeployItemDeleted"
 )
@@ -222,11 +225,16 @@ func ignoreConflict(err error) error {
 // spec as it is now: status.observedGeneration records that generation, and
 // every condition the job writes carries it until the next job starts - not
 // metadata.generation, which a spec edited mid-job moves on while the edit
-// waits for the next job.
+// waits for the next job. An install job also records its item set, the
+// spec's items now, in status.deployItemRefs (in this same job-start
+// write): the job runs those items, however the spec changes while it runs.
 func (r *Reconciler) beginJob(s *scope, phase lsv1alpha1.Phase) {
 	st := &s.exec.Status
 	st.Phase = phase
 	st.ObservedGeneration = s.exec.Generation
+	if phase == lsv1alpha1.PhaseInit {
+		st.DeployItemReferences = specItemRefs(s.exec)
+	}
 	st.LastError = nil
 	// Removed first so the transition time is the job's start even when the
 	// previous job ended with the same status.
@@ -347,6 +355,13 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	if st.Phase == lsv1alpha1.PhaseInit {
+		if len(st.DeployItemReferences) == 0 {
+			// No item set recorded (a job started by a controller version
+			// that recorded none at the start, or the spec had no items
+			// then): the spec as it is now is the set, rather than treating
+			// every existing item as an orphan to delete.
+			st.DeployItemReferences = specItemRefs(s.exec)
+		}
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseInit)
 		err := r.syncItems(pctx, s, false)
 		tracing.EndStep(span, err)
@@ -369,12 +384,17 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		// The items are handed the job from this span, so the deployers'
 		// spans are its children.
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseProgressing)
-		// An item deleted by hand mid-job is recreated (with the spec it had
-		// at job start or newer).
+		// An item of the job deleted by hand mid-job is recreated (with the
+		// spec it had at job start or newer), unless its entry left the spec.
 		err := r.syncItems(pctx, s, true)
 		done := false
 		if err == nil {
-			done, err = r.progress(pctx, s, g, job)
+			jg, dropped := jobGraph(s)
+			if len(dropped) > 0 {
+				logf.FromContext(pctx).V(1).Info("deploy items of the job left the spec before they were created; not created",
+					"items", dropped)
+			}
+			done, err = r.progress(pctx, s, jg, job)
 		}
 		tracing.EndStep(span, err)
 		if err != nil || !done {
@@ -404,9 +424,12 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return ctrl.Result{}, nil
 }
 
-// progress hands the job to every item whose dependencies have succeeded.
-// Once an item failed no further item starts; the job ends Failed when no
-// item runs any more. It reports true when every item succeeded.
+// progress hands the job to every item of the job's graph g (see jobGraph)
+// whose dependencies have succeeded. Once an item failed no further item
+// starts; the job ends Failed when no item runs any more. It reports true
+// when every item succeeded. Items that wait for a dependency g does not hold
+// (dropped from the job) can never start: once nothing else runs the job
+// ends Failed (DependenciesRemoved) rather than wait for ever.
 func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, job string) (bool, error) {
 	log := logf.FromContext(ctx)
 	state := func(n string) itemState { return stateOf(s.items[n], job) }
@@ -454,6 +477,26 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 		if handed {
 			log.Info("deploy item started", "item", n, "deployItem", di.Name)
 		}
+	}
+	if len(running) == 0 && len(startable) == 0 {
+		// In a valid graph something runs or can start until every item
+		// succeeded; here the items left wait for items the job dropped.
+		var blocked, missing []string
+		for _, n := range g.Order() {
+			if state(n) != statePending {
+				continue
+			}
+			blocked = append(blocked, n)
+			for _, d := range g[n] {
+				if _, ok := g[d]; !ok && !slices.Contains(missing, d) {
+					missing = append(missing, d)
+				}
+			}
+		}
+		sort.Strings(missing)
+		r.failJob(ctx, s, OperationReconcile, ReasonDependenciesRemoved,
+			fmt.Sprintf("deploy items %s cannot run in job %s: they depend on %s, which left the spec before the job created it",
+				strings.Join(blocked, ", "), job, strings.Join(missing, ", ")), lsv1alpha1.ErrorConfigurationProblem)
 	}
 	return false, nil
 }

@@ -44,13 +44,28 @@ func startsOwnJob(exec *lsv1alpha1.Execution) bool {
 	return operation(exec) == lsv1alpha1.OperationReconcile
 }
 
-// traceTarget is what the reconcile span continues: the execution's
-// trace-context annotation, or nothing when the reconcile starts its own job.
-func traceTarget(exec *lsv1alpha1.Execution) client.Object {
-	if startsOwnJob(exec) {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: exec.Namespace, Name: exec.Name}}
+// inAJob reports whether a job runs (or was just handed over): only then is
+// the trace in the execution's trace-context annotation the one a reconcile
+// belongs to. Unlike a deploy item's, an execution's deletion is a job with
+// a job ID of its own, so a deleted execution no job runs for (waiting for
+// its installation's deletion job, or DeleteFailed) is not in one either.
+func inAJob(exec *lsv1alpha1.Execution) bool {
+	return jobid.HasNewJob(exec.Status.JobID, exec.Status.JobIDFinished)
+}
+
+// traceTarget is what the reconcile span continues, and the job ID it is
+// recorded with: the execution's trace-context annotation and job while a
+// job runs; otherwise nothing, so the reconcile is the root of a trace of
+// its own. That is the new job's trace when the reconcile starts a job of
+// its own (the job ID is added once it is known); else an idle reconcile
+// (a resync, an item's status update after the job ended, an edit that
+// waits for the next job), which has no job ID and must not add spans to
+// the trace of the job that ended.
+func traceTarget(exec *lsv1alpha1.Execution) (client.Object, string) {
+	if !startsOwnJob(exec) && inAJob(exec) {
+		return exec, exec.Status.JobID
 	}
-	return exec
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: exec.Namespace, Name: exec.Name}}, ""
 }
 
 // writeOwnTraceContext stores the span context of ctx (the reconcile that

@@ -161,8 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	cachedVersion := exec.ResourceVersion
 	// One job is one trace: continue the trace of whoever handed the job over
 	// (the annotation is absent when tracing is off), or start a new one when
-	// this reconcile starts a root execution's own job.
-	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traceTarget(exec), exec.Status.JobID)
+	// this reconcile starts a root execution's own job or runs outside any job.
+	traced, job := traceTarget(exec)
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, job)
 	s := &scope{exec: exec, before: *exec.Status.DeepCopy(), root: isRoot(exec)}
 	defer func() { tracing.EndReconcile(span, string(s.exec.Status.Phase), retErr) }()
 	if !s.root && exec.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(exec, lsv1alpha1.Finalizer) {
