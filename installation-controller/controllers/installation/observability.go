@@ -58,13 +58,44 @@ func jobState(inst *lsv1alpha1.Installation) jobs.State {
 	}
 }
 
-// traceTarget is what the reconcile span continues: the installation's
-// trace-context annotation, or nothing when the reconcile starts a root job.
-func traceTarget(inst *lsv1alpha1.Installation) client.Object {
-	if startsRootJob(inst) {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name}}
+// inAJob reports whether a reconcile of inst belongs to a job whose trace the
+// installation's trace-context annotation holds, from the object as the
+// cache shows it (no request): a job is running (status.jobID !=
+// status.jobIDFinished); a root's job whose start was consumed but never
+// reached the status is resumed (startLost: the reconcile that began it wrote
+// its span context first); or a deleted sub-installation waits for, or starts,
+// its deletion job (the parent that deleted it wrote the deleting phase's
+// span context into it first, and one whose parent is gone deletes itself as
+// before). A root's deletion is a job like any other: the start rules start
+// it, and a DeleteFailed root without a reconcile annotation is idle.
+func inAJob(inst *lsv1alpha1.Installation) bool {
+	state := jobState(inst)
+	if state.Running() || startLost(inst) || (state.Deleting && !state.Root) {
+		return true
 	}
-	return inst
+	switch jobs.Decide(state).Action {
+	case jobs.StartNewJob, jobs.StartHandedJob:
+		return true
+	}
+	return false
+}
+
+// reconcileTrace returns what the reconcile span continues and the job ID it
+// carries. A reconcile that starts a root job is the root of a new trace (its
+// job ID is set once the job starts); a reconcile outside any job (a resync,
+// a sub-object's or an import's event that changes nothing, a re-check, an
+// annotation edit) is a trace of its own without a job ID: continuing the
+// last job's trace would make a long-lived installation's trace grow for
+// ever. Every other reconcile continues the job's trace from the annotation.
+func reconcileTrace(inst *lsv1alpha1.Installation) (client.Object, string) {
+	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name}}
+	switch {
+	case startsRootJob(inst):
+		return bare, inst.Status.JobID
+	case !inAJob(inst):
+		return bare, ""
+	}
+	return inst, inst.Status.JobID
 }
 
 // writeOwnTraceContext stores the span context of ctx (the reconcile that

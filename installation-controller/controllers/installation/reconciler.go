@@ -343,8 +343,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	// One job is one trace: continue the trace handed over in the
-	// annotation, or start a new one when this reconcile starts a root job.
-	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traceTarget(inst), inst.Status.JobID)
+	// annotation, or start a new one when this reconcile starts a root job
+	// or belongs to no job (reconcileTrace).
+	traced, job := reconcileTrace(inst)
+	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, job)
 	s := &scope{inst: inst, before: inst.DeepCopy()}
 	defer func() { tracing.EndReconcile(span, string(s.inst.Status.Phase), retErr) }()
 	log := logf.FromContext(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
@@ -48,8 +50,7 @@ func TestOneJobIsOneTrace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var roots []sdktrace.ReadOnlySpan
 		for _, s := range rec.Ended() {
-			if s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == "root" &&
-				tracingtest.Attr(s, string(tracing.AttrJobID)) == job && !s.Parent().IsValid() {
+			if isJobRoot(s, ns, "root") && tracingtest.Attr(s, string(tracing.AttrJobID)) == job {
 				roots = append(roots, s)
 			}
 		}
@@ -265,6 +266,16 @@ func isDeletionSpan(s sdktrace.ReadOnlySpan, ns, job string) bool {
 	return job != "" && tracingtest.Attr(s, string(tracing.AttrJobID)) == job
 }
 
+// isJobRoot reports whether s is the root span of a job of installation name
+// in ns: a reconcile span without a parent that carries a job ID. (A
+// reconcile outside any job is a root span too, of a trace of its own, but
+// carries no job ID.)
+func isJobRoot(s sdktrace.ReadOnlySpan, ns, name string) bool {
+	return s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns &&
+		tracingtest.Attr(s, string(tracing.AttrName)) == name && !s.Parent().IsValid() &&
+		tracingtest.Attr(s, string(tracing.AttrJobID)) != ""
+}
+
 // jobRoot waits for the one root span of a job of the root installation
 // "root" in ns other than the excluded one, and returns it.
 func jobRoot(t *testing.T, rec *tracetest.SpanRecorder, ns, exclude string) sdktrace.ReadOnlySpan {
@@ -273,8 +284,7 @@ func jobRoot(t *testing.T, rec *tracetest.SpanRecorder, ns, exclude string) sdkt
 	NewWithT(t).Eventually(func(g Gomega) {
 		var roots []sdktrace.ReadOnlySpan
 		for _, s := range rec.Ended() {
-			if s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrName)) == "root" &&
-				!s.Parent().IsValid() && tracingtest.Attr(s, string(tracing.AttrJobID)) != exclude {
+			if isJobRoot(s, ns, "root") && tracingtest.Attr(s, string(tracing.AttrJobID)) != exclude {
 				roots = append(roots, s)
 			}
 		}
@@ -427,4 +437,76 @@ func TestOrphansAreDeletedInTheJobsTrace(t *testing.T) {
 	expectDeletionsIn(t, rec, dw, ns, second.Status.JobID, traceID,
 		[]string{"Installation/root-b", "Execution/root", "Execution/root-b", "DeployItem/root-own", "DeployItem/root-b-client"})
 	g.Expect(dw.deleted()).To(HaveLen(5), "nothing else was deleted: %v", dw.deleted())
+}
+
+// A reconcile outside any job (after the job ended: here an annotation edit
+// of the root, and an edit of the DataObject a sub-installation imports, that
+// change nothing the controller acts on) is a trace of its own without a job
+// ID. Continuing the finished job's trace from the annotation would make a
+// long-lived installation's last trace grow for ever with resyncs, events and
+// re-checks.
+func TestReconcilesOutsideAJobAreTracesOfTheirOwn(t *testing.T) {
+	rec := tracingtest.Record(t)
+	ns := namespace(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	g.Expect(env.Client.Create(ctx, newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
+	finished := waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
+	job := finished.Status.JobID
+	jobTrace := jobRoot(t, rec, ns, "").SpanContext().TraceID()
+	g.Expect(traceOf(finished)).To(Equal(jobTrace.String()))
+	// The job's trace is complete once no span was added to it for a while
+	// (the controllers' last reconciles of the job, after their final status
+	// writes, may end after the root's status says Succeeded).
+	g.Eventually(func(g Gomega) {
+		n := len(tracingtest.Trace(rec, jobTrace))
+		g.Consistently(func() int { return len(tracingtest.Trace(rec, jobTrace)) }).
+			WithTimeout(2 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(n))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	complete := len(tracingtest.Trace(rec, jobTrace))
+
+	// Idle reconciles: the root's unrelated annotation, and root-b's import.
+	poked := time.Now()
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"example.com/poke":"1"}}}`))
+	g.Expect(env.Client.Patch(ctx, finished, patch)).To(Succeed())
+	imported := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: installation.ScopedName("root", "a-endpoint")}, imported)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, imported, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		idle := map[string][]sdktrace.ReadOnlySpan{}
+		for _, s := range rec.Ended() {
+			if s.Name() == "Installation.Reconcile" && tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && s.StartTime().After(poked) {
+				name := tracingtest.Attr(s, string(tracing.AttrName))
+				idle[name] = append(idle[name], s)
+			}
+		}
+		g.Expect(idle).To(HaveKey("root"), "the root reconciled after its annotation changed")
+		g.Expect(idle).To(HaveKey("root-b"), "root-b reconciled after its import changed")
+		traces := map[trace.TraceID]string{}
+		for name, spans := range idle {
+			for _, s := range spans {
+				id := s.SpanContext().TraceID()
+				g.Expect(id).NotTo(Equal(jobTrace), "%s: a reconcile outside the job is not in the job's trace", name)
+				g.Expect(s.Parent().IsValid()).To(BeFalse(), "%s: the root of a trace of its own", name)
+				g.Expect(tracingtest.Attr(s, string(tracing.AttrJobID))).To(BeEmpty(), "%s: no job ID", name)
+				g.Expect(tracingtest.Attr(s, string(tracing.AttrPhase))).To(Equal(string(lsv1alpha1.PhaseSucceeded)), "%s", name)
+				g.Expect(traces).NotTo(HaveKey(id), "%s: a trace of its own, shared with %s", name, traces[id])
+				traces[id] = name
+			}
+		}
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The finished job's trace got nothing: no span started after the edits,
+	// none of any controller added at all.
+	for _, s := range tracingtest.Trace(rec, jobTrace) {
+		g.Expect(s.StartTime().After(poked)).To(BeFalse(), "%s %s started after the job ended", s.Name(), tracingtest.Attr(s, string(tracing.AttrName)))
+	}
+	g.Expect(tracingtest.Trace(rec, jobTrace)).To(HaveLen(complete))
+	// No job started, and the job's trace context stays where it was.
+	cur := getInst(g, ns, "root")
+	g.Expect(cur.Status.JobID).To(Equal(job))
+	g.Expect(cur.Status.JobIDFinished).To(Equal(job))
+	g.Expect(cur.Annotations).To(HaveKeyWithValue(tracing.TraceContextAnnotation, finished.Annotations[tracing.TraceContextAnnotation]))
 }
