@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/dt-binder/claim"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 
@@ -183,4 +185,152 @@ func TestNewClaimNamedInReleasedTarget(t *testing.T) {
 		g.Expect(dt.DeletionTimestamp).To(BeNil(), n)
 		g.Expect(dt.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased), n)
 	}
+}
+
+// TestClassAndTargetNameChangedAfterBinding: a bound claim whose class and
+// spec.targetName are both changed keeps its target, as for a class change
+// alone, but the targetName change is not silently ignored: the claim stays
+// Bound with reason ClassAndTargetNameChanged, whose message (and Warning
+// Event) names both changes; the target now named is not claimed.
+func TestClassAndTargetNameChangedAfterBinding(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	original := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	changed := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+	startBinder(t, binder.Options{}, ns)
+	bindDynamically(t, ns, original.Name, "c", "dt")
+	create(t, newTarget(ns, "other", changed.Name, ""))
+	eventuallyTarget(t, ns, "other", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+
+	// Both in one write.
+	g.Eventually(func(g Gomega) {
+		c := getClaim(g, ns, "c")
+		base := c.DeepCopy()
+		c.Spec.DeploymentTargetClassName = changed.Name
+		c.Spec.TargetName = "other"
+		g.Expect(env.Client.Patch(ctx, c, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonClassAndTargetNameChanged)
+	cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "the claim keeps its target")
+	bothChanges := And(ContainSubstring("target dt"), ContainSubstring(original.Name), ContainSubstring(changed.Name),
+		ContainSubstring("spec.targetName (now other)"), ContainSubstring("spec.deploymentTargetClassName"))
+	g.Expect(cond.Message).To(bothChanges)
+	g.Eventually(func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == "c" && e.Type == "Warning" && e.Reason == appstudiov1alpha1.BindReasonClassAndTargetNameChanged {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).WithPolling(poll).Should(ContainElement(bothChanges))
+	g.Consistently(func(g Gomega) {
+		got := getClaim(g, ns, "c")
+		g.Expect(got.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhaseBound))
+		g.Expect(boundReason(got.Status.Conditions)).To(Equal(appstudiov1alpha1.BindReasonClassAndTargetNameChanged))
+		g.Expect(getTarget(g, ns, "dt").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseBound))
+		g.Expect(getTarget(g, ns, "other").Spec.ClaimRef).To(BeNil(), "no second target is claimed")
+	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+
+	// Deleted, the claim reclaims the target it holds by the target's class
+	// (Delete), not the new one's.
+	g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTarget(g, ns, "dt").DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	removeFinalizer(t, getTarget(g, ns, "dt"), appstudiov1alpha1.TargetFinalizer)
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	g.Expect(getTarget(g, ns, "other").Spec.ClaimRef).To(BeNil())
+}
+
+// TestRecreatedClaimDoesNotInheritTarget: a claim deleted by force (its
+// finalizer removed by hand) and created again under the same name before its
+// target turned Released is a new object; like a PersistentVolume bound to a
+// claim UID that no longer exists, its target (the binder's claimRef write,
+// and a provisioned target, record the claim's UID) is not inherited: the
+// reclaimPolicy of the target's class is applied for the old claim (Delete:
+// deleted; Retain: released, Released) and the new claim binds a free target,
+// or is provisioned, as any new claim.
+func TestRecreatedClaimDoesNotInheritTarget(t *testing.T) {
+	for _, policy := range []appstudiov1alpha1.ReclaimPolicy{appstudiov1alpha1.ReclaimPolicyDelete, appstudiov1alpha1.ReclaimPolicyRetain} {
+		t.Run(string(policy), func(t *testing.T) { testRecreatedClaim(t, policy) })
+	}
+}
+
+func testRecreatedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	class := newClass(t, policy)
+	// "dyn" is of a class of its own, so that the new "dyn" does not race
+	// the new "best" for the one free target.
+	dynClass := newClass(t, policy)
+	stop := startBinder(t, binder.Options{}, ns)
+
+	// "best" bound by best match (the binder writes the record), "dyn" to
+	// a provisioned target (recorded as the sandbox provisioner does).
+	create(t, newTarget(ns, "old-best", class.Name, ""))
+	eventuallyTarget(t, ns, "old-best", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+	create(t, newClaim(ns, "best", class.Name, ""))
+	eventuallyClaim(t, ns, "best", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	oldBest := getClaim(g, ns, "best")
+	g.Expect(getTarget(g, ns, "old-best").Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, "best/"+string(oldBest.UID)))
+
+	create(t, newClaim(ns, "dyn", dynClass.Name, ""))
+	eventuallyClaim(t, ns, "dyn", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+	oldDyn := getClaim(g, ns, "dyn")
+	prov := newTarget(ns, "old-dyn", dynClass.Name, "dyn", appstudiov1alpha1.TargetFinalizer)
+	prov.Annotations = map[string]string{
+		appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+		appstudiov1alpha1.ClaimAnnotation:         "dyn/" + string(oldDyn.UID),
+	}
+	create(t, prov)
+	eventuallyClaim(t, ns, "dyn", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	eventuallyTarget(t, ns, "old-dyn", appstudiov1alpha1.DeploymentTargetPhaseBound, "dyn")
+
+	// With the binder stopped, so that the targets cannot turn Released in
+	// between: both claims go by force and come back under their names.
+	stop()
+	for n, cls := range map[string]string{"best": class.Name, "dyn": dynClass.Name} {
+		forceDelete(t, ns, n)
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}})
+		create(t, newClaim(ns, n, cls, ""))
+	}
+	create(t, newTarget(ns, "free", class.Name, ""))
+	startBinder(t, binder.Options{}, ns)
+
+	c := eventuallyClaim(t, ns, "best", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	g.Expect(c.Spec.TargetName).To(Equal("free"), "the new claim binds a free target, not the old claim's")
+	g.Expect(getTarget(g, ns, "free").Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, "best/"+string(c.UID)))
+	c = eventuallyClaim(t, ns, "dyn", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+	g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))
+
+	if policy == appstudiov1alpha1.ReclaimPolicyDelete {
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-best"}})
+		g.Eventually(func(g Gomega) {
+			g.Expect(getTarget(g, ns, "old-dyn").DeletionTimestamp).NotTo(BeNil(), "deleted for the old claim (its provisioner removes the finalizer)")
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		for _, n := range []string{"best", "dyn"} {
+			g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, n) }).WithTimeout(timeout).WithPolling(poll).
+				Should(ContainElement("Normal/" + claim.EventEarlierClaimTargetDeleted))
+		}
+		return
+	}
+	for _, n := range []string{"old-best", "old-dyn"} {
+		dt := eventuallyTarget(t, ns, n, appstudiov1alpha1.DeploymentTargetPhaseReleased, "")
+		g.Expect(dt.DeletionTimestamp).To(BeNil(), "kept (Retain)")
+		g.Expect(dt.Annotations).NotTo(HaveKey(appstudiov1alpha1.ClaimAnnotation))
+	}
+	for _, n := range []string{"best", "dyn"} {
+		g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, n) }).WithTimeout(timeout).WithPolling(poll).
+			Should(ContainElement("Normal/" + claim.EventEarlierClaimTargetReleased))
+	}
+	g.Consistently(func(g Gomega) {
+		g.Expect(getClaim(g, ns, "dyn").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhasePending))
+		g.Expect(getTarget(g, ns, "old-best").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased))
+	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
 }

@@ -68,8 +68,9 @@ func newNamespace(t testing.TB) string {
 }
 
 // startBinder runs the dt-binder (both reconcilers) in a manager of its own
-// until the test ends.
-func startBinder(t testing.TB, opts binder.Options, namespaces ...string) {
+// until the test ends, or until the stop function it returns is called (it
+// returns once the binder has stopped; a test may start another).
+func startBinder(t testing.TB, opts binder.Options, namespaces ...string) (stop func()) {
 	t.Helper()
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
@@ -95,17 +96,19 @@ func startBinder(t testing.TB, opts binder.Options, namespaces ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("binder manager: %v", err)
 		}
 	})
+	t.Cleanup(stop)
 	syncCtx, syncCancel := context.WithTimeout(ctx, timeout)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		t.Fatal("binder cache did not sync")
 	}
+	return stop
 }
 
 func newClass(t testing.TB, policy appstudiov1alpha1.ReclaimPolicy) *appstudiov1alpha1.DeploymentTargetClass {

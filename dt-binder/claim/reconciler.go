@@ -51,6 +51,13 @@ const (
 	// a claim being deleted) failed with an error; it is retried with back-off.
 	EventBindFailed    = "BindFailed"
 	EventReclaimFailed = "ReclaimFailed"
+	// EventEarlierClaimTargetDeleted and EventEarlierClaimTargetReleased: a
+	// target whose claimRef names the claim was bound (or provisioned) for an
+	// earlier claim object of the same name, which is gone (its finalizer
+	// was removed by force); its class's reclaimPolicy was applied for that
+	// claim: Delete deletes it, Retain clears its claimRef.
+	EventEarlierClaimTargetDeleted  = "EarlierClaimTargetDeleted"
+	EventEarlierClaimTargetReleased = "EarlierClaimTargetReleased"
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
@@ -186,8 +193,13 @@ type scope struct {
 	before *appstudiov1alpha1.DeploymentTargetClaim
 	// class is nil when the claim's class does not exist.
 	class *appstudiov1alpha1.DeploymentTargetClass
-	// named are the cached targets whose claimRef names the claim.
+	// named are the cached targets whose claimRef names the claim (and not
+	// an earlier claim object of its name).
 	named []appstudiov1alpha1.DeploymentTarget
+	// earlier are the cached targets whose claimRef names the claim's name
+	// but records another claim UID: bound for an earlier claim object of
+	// that name, which is gone (binding.ForEarlierClaim).
+	earlier []appstudiov1alpha1.DeploymentTarget
 	// stop ends the phase list early (the reconcile has nothing more to do).
 	stop bool
 	// result is merged into the reconcile result.
@@ -268,9 +280,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 
-	phases := []phase{r.ensureFinalizer, r.loadClass, r.loadTargets, r.bind}
+	phases := []phase{r.ensureFinalizer, r.loadClass, r.loadTargets, r.reclaimEarlier, r.bind}
 	if claim.DeletionTimestamp != nil {
-		phases = []phase{r.requireFinalizer, r.loadClass, r.loadTargets, r.reclaim}
+		phases = []phase{r.requireFinalizer, r.loadClass, r.loadTargets, r.reclaimEarlier, r.reclaim}
 	}
 	return r.doReconcile(ctx, s, phases)
 }
@@ -381,7 +393,119 @@ func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.named = named
+	s.named = named[:0]
+	for i := range named {
+		if binding.ForEarlierClaim(&named[i], s.claim) {
+			s.earlier = append(s.earlier, named[i])
+		} else {
+			s.named = append(s.named, named[i])
+		}
+	}
+	return nil
+}
+
+// reclaimEarlier applies, to each target bound (or provisioned) for an
+// earlier claim object of this claim's name (binding.ForEarlierClaim), what
+// the earlier claim's deletion would have applied had its finalizer not been
+// removed by force: its class's reclaimPolicy (see reclaimPolicy). Delete
+// deletes it; Retain clears its claimRef (the target reconciler reports it
+// Released if it was bound). The claim itself then binds, or is provisioned,
+// as any new claim: it never inherits that target. Rare (it takes a forced
+// deletion and a claim of the same name), so its requests cost nothing on the
+// normal path.
+func (r *Reconciler) reclaimEarlier(ctx context.Context, s *scope) error {
+	for i := range s.earlier {
+		t := &s.earlier[i]
+		if t.DeletionTimestamp != nil {
+			continue // already going
+		}
+		policy, className, err := r.reclaimPolicy(ctx, s, t)
+		if err != nil {
+			return err
+		}
+		old := binding.RecordedClaimUID(t)
+		if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+			if err := r.releaseTarget(ctx, t); err != nil {
+				return err
+			}
+			s.log.Info("released a target bound for an earlier claim of this name", "target", t.Name, "class", className, "earlierClaimUID", old)
+			r.Recorder.Eventf(s.claim, t, corev1EventNormal, EventEarlierClaimTargetReleased, "Reclaim",
+				"Target %s was bound to an earlier claim %s (UID %s), which is gone; released it for that claim (class %s, reclaimPolicy Retain). This claim does not inherit it",
+				t.Name, s.claim.Name, old, className)
+			continue
+		}
+		if err := r.deleteTarget(ctx, t); err != nil {
+			return err
+		}
+		s.log.Info("deleting a target bound for an earlier claim of this name", "target", t.Name, "class", className, "earlierClaimUID", old)
+		r.Recorder.Eventf(s.claim, t, corev1EventNormal, EventEarlierClaimTargetDeleted, "Reclaim",
+			"Target %s was bound to an earlier claim %s (UID %s), which is gone; deleting it for that claim (class %s, reclaimPolicy Delete). This claim does not inherit it",
+			t.Name, s.claim.Name, old, className)
+	}
+	return nil
+}
+
+// reclaimPolicy is the reclaim policy of target t: that of t's class, the
+// class it was bound under (after a class change of the claim, the claim's
+// new class says nothing about a target it never provisioned). A class that
+// does not exist counts as Retain, with a warning Event: deleting what no
+// policy asked to delete is the one mistake that cannot be undone.
+func (r *Reconciler) reclaimPolicy(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (appstudiov1alpha1.ReclaimPolicy, string, error) {
+	className := t.Spec.DeploymentTargetClassName
+	class := s.class
+	if className != s.claim.Spec.DeploymentTargetClassName {
+		var err error
+		if class, err = r.getClass(ctx, className); err != nil {
+			return "", className, err
+		}
+	}
+	switch {
+	case class == nil:
+		r.Recorder.Eventf(s.claim, t, corev1EventWarning, EventClassNotFound, "Reclaim",
+			"DeploymentTargetClass %q of target %s does not exist; retaining the target", className, t.Name)
+		return appstudiov1alpha1.ReclaimPolicyRetain, className, nil
+	case class.Spec.ReclaimPolicy != "":
+		return class.Spec.ReclaimPolicy, className, nil
+	}
+	return appstudiov1alpha1.ReclaimPolicyDelete, className, nil
+}
+
+// releaseTarget clears t's claimRef (and the record of the claim it was
+// written for), preconditioned on the version read. A target already being
+// deleted keeps its claimRef: the provisioner finds the target's
+// SpaceRequest through it.
+func (r *Reconciler) releaseTarget(ctx context.Context, t *appstudiov1alpha1.DeploymentTarget) error {
+	if t.Spec.ClaimRef == nil || t.DeletionTimestamp != nil {
+		return nil
+	}
+	patched := t.DeepCopy()
+	patched.Spec.ClaimRef = nil
+	delete(patched.Annotations, appstudiov1alpha1.ClaimAnnotation)
+	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
+	err := r.Client.Patch(spanCtx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	tracing.EndStep(span, err)
+	if err != nil {
+		return fmt.Errorf("releasing target %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// deleteTarget deletes t, preconditioned on its UID (a target created again
+// under the name is another object).
+func (r *Reconciler) deleteTarget(ctx context.Context, t *appstudiov1alpha1.DeploymentTarget) error {
+	uid := t.UID
+	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
+	err := r.Client.Delete(spanCtx, t, client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	tracing.EndStep(span, err)
+	if err != nil {
+		return fmt.Errorf("deleting target %s: %w", t.Name, err)
+	}
 	return nil
 }
 
@@ -526,6 +650,14 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		s.pending(appstudiov1alpha1.BindReasonClassMismatch,
 			fmt.Sprintf("target %s is of class %q, not %q; it is never bound", name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName))
 		return nil
+	case binding.ForEarlierClaim(t, c):
+		// Bound for an earlier claim of this name, which is gone;
+		// reclaimEarlier applied its class's reclaimPolicy in this
+		// reconcile, and the target's next event brings the claim back.
+		s.pending(appstudiov1alpha1.BindReasonTargetNotAvailable,
+			fmt.Sprintf("target %s was bound to an earlier claim of this name (UID %s), which is gone; its class's reclaimPolicy is applied for that claim, and this claim does not inherit it",
+				name, binding.RecordedClaimUID(t)))
+		return nil
 	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name && released(t):
 		// Left Released, still naming this claim's name, by an earlier claim
 		// (its finalizer was removed by force): this claim did not bind it,
@@ -627,6 +759,12 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 	defer func() { tracing.EndStep(span, err) }()
 	patched := t.DeepCopy()
 	patched.Spec.ClaimRef = &appstudiov1alpha1.DeploymentTargetClaimReference{Name: s.claim.Name}
+	// The claim object, not only its name, in the same write: a claim
+	// created later under this name does not inherit the target.
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[appstudiov1alpha1.ClaimAnnotation] = appstudiov1alpha1.ClaimRecord(s.claim)
 	// The claim's job goes on with the target (whose reconcile reports it
 	// Bound): hand the trace over in the same write (no-op with tracing off).
 	patched.Annotations = tracing.Inject(ctx, patched.Annotations)
@@ -656,38 +794,15 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 		r.removeFinalizer(s, "no target is bound")
 		return nil
 	}
-	className := t.Spec.DeploymentTargetClassName
-	class := s.class
-	if className != c.Spec.DeploymentTargetClassName {
-		var err error
-		if class, err = r.getClass(ctx, className); err != nil {
-			return err
-		}
-	}
-	policy := appstudiov1alpha1.ReclaimPolicyDelete
-	switch {
-	case class == nil:
-		policy = appstudiov1alpha1.ReclaimPolicyRetain
-		r.Recorder.Eventf(c, t, corev1EventWarning, EventClassNotFound, "Reclaim",
-			"DeploymentTargetClass %q of target %s does not exist; retaining the target", className, t.Name)
-	case class.Spec.ReclaimPolicy != "":
-		policy = class.Spec.ReclaimPolicy
+	policy, className, err := r.reclaimPolicy(ctx, s, t)
+	if err != nil {
+		return err
 	}
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
-		// A target already being deleted keeps its claimRef: the provisioner
-		// finds the target's SpaceRequest through it.
 		if t.Spec.ClaimRef != nil && t.DeletionTimestamp == nil {
-			patched := t.DeepCopy()
-			patched.Spec.ClaimRef = nil
-			spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
-			err := r.Client.Patch(spanCtx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{}))
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
-			tracing.EndStep(span, err)
-			if err != nil {
-				return fmt.Errorf("releasing target %s: %w", t.Name, err)
+			if err := r.releaseTarget(ctx, t); err != nil {
+				return err
 			}
 			s.log.Info("released target (reclaimPolicy Retain)", "target", t.Name, "class", className)
 			r.Recorder.Eventf(c, t, corev1EventNormal, EventTargetRetained, "Reclaim",
@@ -698,15 +813,8 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	}
 
 	if t.DeletionTimestamp == nil {
-		uid := t.UID
-		spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
-		err := r.Client.Delete(spanCtx, t, client.Preconditions{UID: &uid})
-		if apierrors.IsNotFound(err) {
-			err = nil
-		}
-		tracing.EndStep(span, err)
-		if err != nil {
-			return fmt.Errorf("deleting target %s: %w", t.Name, err)
+		if err := r.deleteTarget(ctx, t); err != nil {
+			return err
 		}
 		s.log.Info("deleting target (reclaimPolicy Delete)", "target", t.Name, "class", className)
 		r.Recorder.Eventf(c, t, corev1EventNormal, EventDeletingTarget, "Reclaim",
@@ -892,6 +1000,19 @@ func (s *scope) bound(t *appstudiov1alpha1.DeploymentTarget) {
 		c.Spec.TargetName = t.Name
 	}
 	c.Status.Phase = appstudiov1alpha1.DeploymentTargetClaimPhaseBound
+	if t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName && c.Spec.TargetName != t.Name {
+		// Both the class and spec.targetName were changed after binding. The
+		// class change decides, as alone (the claim keeps t), but the
+		// targetName change must not go unnoticed: the reason and its
+		// Warning Event name both.
+		s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonClassAndTargetNameChanged,
+			fmt.Sprintf("bound to target %s of class %q; both spec.deploymentTargetClassName (now %q) and spec.targetName (now %s) were changed after binding: "+
+				"a bound claim keeps its target, so neither change takes effect (target %s is not bound, nothing is provisioned for class %q), "+
+				"and class %q's reclaimPolicy applies when the claim is deleted. Set both back, or create a new claim",
+				t.Name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName, c.Spec.TargetName,
+				c.Spec.TargetName, c.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName))
+		return
+	}
 	if t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName {
 		// Still bound (whoever uses the claim keeps its target), but the
 		// spec no longer describes the binding: a Warning condition reason

@@ -252,13 +252,28 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 		return nil
 	}
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, claim); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("getting claim %s: %w", name, err)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, claim)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("getting claim %s: %w", name, err)
+	}
+	// A claim of that name that is not the object the claimRef was written
+	// for (its UID differs from the recorded one) is a new claim: the one
+	// this target was bound to is gone, as for a PersistentVolume whose
+	// claimRef UID no longer exists. The claim reconciler applies the
+	// target's reclaimPolicy for the gone claim.
+	if earlier := err == nil && binding.ForEarlierClaim(t, claim); err != nil || earlier {
+		gone := fmt.Sprintf("claim %s was deleted", name)
+		if earlier {
+			gone = fmt.Sprintf("claim %s (UID %s) was deleted; the claim now of that name (UID %s) is another object and does not inherit this target",
+				name, binding.RecordedClaimUID(t), claim.UID)
 		}
 		if wasBound {
-			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased,
-				fmt.Sprintf("claim %s was deleted", name))
+			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased, gone)
+			return nil
+		}
+		if earlier {
+			s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,
+				"reserved for a claim that is gone: "+gone)
 			return nil
 		}
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,

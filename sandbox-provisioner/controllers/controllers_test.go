@@ -225,6 +225,8 @@ func TestExactlyOneSpaceRequestThenTarget(t *testing.T) {
 		dt := waitForTarget(t, c)
 		g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionedByAnnotation, appstudiov1alpha1.SandboxProvisioner))
 		g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.SpaceRequestAnnotation, srs[i].Name))
+		g.Expect(dt.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, c.Name+"/"+string(c.UID)),
+			"the claim object, for the binder: a claim created again under the name does not inherit the target")
 		g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
 		g.Expect(dt.Spec.DeploymentTargetClassName).To(Equal(n))
 		g.Expect(dt.Spec.ClaimRef).To(Equal(&appstudiov1alpha1.DeploymentTargetClaimReference{Name: c.Name}))
@@ -401,6 +403,65 @@ func TestTargetMadeForAClaimThatWentIsDeleted(t *testing.T) {
 	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
 	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: sr.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the orphaned target is gone")
+}
+
+// TestTargetMadeAfterItsSpaceRequestWasDeletedIsDeleted: the orphan
+// reconciler deletes the SpaceRequest of a claim that went, having confirmed
+// with the API server that the claim is gone and no target exists; a
+// provisioner whose cache still shows the claim and the SpaceRequest can
+// create the target right after (played here). That late target, never bound,
+// made from a SpaceRequest being deleted (held by the stub's finalizer) or
+// already gone, is deleted when it appears, whatever its class's
+// reclaimPolicy (Retain here): the namespace it would point to is going.
+// Nothing is left behind: the target's deletion completes once the
+// SpaceRequest is gone.
+func TestTargetMadeAfterItsSpaceRequestWasDeletedIsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("late-after-orphan")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyRetain, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	// terminating: the stub's finalizer holds the deleted SpaceRequest;
+	// gone: the SpaceRequest is gone before the target appears.
+	terminating := createClaim(t, n, "terminating", n, appstudiov1alpha1.SandboxProvisioner)
+	goneClaim := createClaim(t, n, "gone", n, appstudiov1alpha1.SandboxProvisioner)
+	srTerminating := waitForOneSpaceRequest(t, terminating)
+	srGone := waitForOneSpaceRequest(t, goneClaim)
+	g.Eventually(func() error {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(srTerminating), cur); err != nil {
+			return err
+		}
+		controllerutil.AddFinalizer(cur, stubFinalizer)
+		return env.Client.Update(ctx, cur)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	for _, c := range []*appstudiov1alpha1.DeploymentTargetClaim{terminating, goneClaim} {
+		g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		cur := &toolchainv1alpha1.SpaceRequest{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(srTerminating), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the orphaned SpaceRequest is deleted")
+	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: srGone.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	// The stale provisioner's targets.
+	dtTerminating := lateTarget(t, terminating, srTerminating)
+	dtGone := lateTarget(t, goneClaim, srGone)
+	g.Eventually(gone(dtGone)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(),
+		"the late target of a SpaceRequest that is gone is deleted (its finalizer released at once)")
+	g.Eventually(func(g Gomega) {
+		cur := &appstudiov1alpha1.DeploymentTarget{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dtTerminating), cur)).To(Succeed())
+		g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+		g.Expect(cur.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer), "kept until the SpaceRequest is gone")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the late target of a terminating SpaceRequest is deleted")
+	g.Eventually(eventReasons(n, dtTerminating.Name)).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(orphan.EventOrphanDeleted))
+	releaseSpaceRequest(t, client.ObjectKeyFromObject(srTerminating))
+	g.Eventually(gone(dtTerminating)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
 
 // TestOrphanTargetOfMissingClassIsKept: a never-bound target made for a

@@ -35,6 +35,12 @@ const (
 	// change never moves it); the class the target was bound under decides
 	// its reclaim policy when the claim goes.
 	BindReasonClassChanged = "ClassChanged"
+	// BindReasonClassAndTargetNameChanged: the claim is bound, but both its
+	// spec.deploymentTargetClassName and its spec.targetName were changed
+	// after it bound its target. As for a class change alone (ClassChanged)
+	// the claim keeps its target, so neither change takes effect; the
+	// condition's message and a Warning Event name both.
+	BindReasonClassAndTargetNameChanged = "ClassAndTargetNameChanged"
 	// BindReasonClassNotFound: the claim's DeploymentTargetClass does not exist.
 	BindReasonClassNotFound = "ClassNotFound"
 	// BindReasonTargetLost: the bound target was deleted or released; the claim is Lost.

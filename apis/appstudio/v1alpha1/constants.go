@@ -17,7 +17,25 @@ const (
 	// BoundByControllerAnnotation ("true") is set by the binder when it, not the
 	// user, chose the target.
 	BoundByControllerAnnotation = "dt.appstudio.redhat.com/bound-by-controller"
+	// ClaimAnnotation, on a DeploymentTarget, records the claim object its
+	// spec.claimRef was written for, as "<claim name>/<claim UID>" (ClaimRecord;
+	// a PersistentVolume's claimRef carries the claim's UID for the same
+	// reason): spec.claimRef holds only a name, and a claim deleted by force
+	// (its finalizer removed by hand) and created again under the same name is
+	// another object that must not inherit a binding made for the old one. It
+	// is written in the same write as the claimRef, by the binder and by the
+	// sandbox provisioner (in the target's create), and removed with the
+	// claimRef when the binder releases a target. A target without it (bound
+	// before it existed, or pre-bound by a user) is bound by name. The value
+	// holds the name too, so that a record left behind by a claimRef someone
+	// rewrote by hand is ignored rather than taken for an earlier claim.
+	ClaimAnnotation = "dt.appstudio.redhat.com/claim"
 )
+
+// ClaimRecord is the value of ClaimAnnotation for claim.
+func ClaimRecord(claim *DeploymentTargetClaim) string {
+	return claim.Name + "/" + string(claim.UID)
+}
 
 // AnnotationTrue is the value of boolean annotations.
 const AnnotationTrue = "true"

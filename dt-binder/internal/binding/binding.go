@@ -22,6 +22,34 @@ import (
 // provisioner's and the user's.
 const FieldOwner = "dt-binder"
 
+// RecordedClaimUID returns the UID t's ClaimAnnotation records for the claim
+// its claimRef names, or "" when there is no such record (no annotation, a
+// malformed one, or one written for another claim name).
+func RecordedClaimUID(t *appstudiov1alpha1.DeploymentTarget) string {
+	if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name == "" {
+		return ""
+	}
+	name, uid, ok := strings.Cut(t.Annotations[appstudiov1alpha1.ClaimAnnotation], "/")
+	if !ok || name != t.Spec.ClaimRef.Name {
+		return ""
+	}
+	return uid
+}
+
+// ForEarlierClaim says whether t's claimRef names claim's name but was
+// written for another claim object of that name (recorded UID differs): that
+// claim is gone, and claim, a new object, does not inherit t. Like a
+// PersistentVolume bound to a claim UID that no longer exists, t is Released
+// (target reconciler) and its class's reclaim policy is applied for the old
+// claim (claim reconciler).
+func ForEarlierClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name != claim.Name || t.Namespace != claim.Namespace || claim.UID == "" {
+		return false
+	}
+	uid := RecordedClaimUID(t)
+	return uid != "" && uid != string(claim.UID)
+}
+
 // Field indexes on the manager's cache. The reconcilers look targets and
 // claims up through them instead of listing everything in a namespace.
 const (
@@ -141,8 +169,11 @@ func heldUnderItsClass(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstu
 	return meta.IsStatusConditionTrue(t.Status.Conditions, appstudiov1alpha1.ConditionBound) || claim.Spec.TargetName == t.Name
 }
 
+// namesClaim: t's claimRef names claim, and was not written for an earlier
+// claim object of the same name (ForEarlierClaim).
 func namesClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
-	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == claim.Name && t.Namespace == claim.Namespace
+	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == claim.Name && t.Namespace == claim.Namespace &&
+		!ForEarlierClaim(t, claim)
 }
 
 // pick returns the best of the targets naming claim that are not Released

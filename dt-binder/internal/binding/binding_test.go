@@ -130,3 +130,47 @@ func TestHeldTargetIgnoresClassChange(t *testing.T) {
 		t.Fatalf("a Released target is not held, got %v", got.Name)
 	}
 }
+
+// TestTargetForEarlierClaimIsNotTheNewClaims: a target whose ClaimAnnotation
+// records another UID for the claim's name was bound (or provisioned) for an
+// earlier claim object of that name: a new claim of the name neither binds
+// nor holds it. A target without the record, or with a record for another
+// name (its claimRef rewritten by hand), is bound by name as before.
+func TestTargetForEarlierClaimIsNotTheNewClaims(t *testing.T) {
+	c := claim("c1", "")
+	c.UID = "new-uid"
+	c.Annotations = map[string]string{appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue}
+	bound := target("bound", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhaseBound)
+	bound.Status.Conditions = []metav1.Condition{{Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionTrue}}
+
+	for _, tc := range []struct {
+		record  string
+		earlier bool
+	}{
+		{"", false},
+		{"c1/new-uid", false},
+		{"c1/old-uid", true},
+		{"other/old-uid", false}, // written for another name: ignored
+		{"malformed", false},
+	} {
+		dt := bound.DeepCopy()
+		if tc.record != "" {
+			dt.Annotations = map[string]string{appstudiov1alpha1.ClaimAnnotation: tc.record}
+		}
+		if got := ForEarlierClaim(dt, c); got != tc.earlier {
+			t.Errorf("record %q: ForEarlierClaim = %v, want %v", tc.record, got, tc.earlier)
+		}
+		want := !tc.earlier
+		if got := BoundTarget(c, []appstudiov1alpha1.DeploymentTarget{*dt}) != nil; got != want {
+			t.Errorf("record %q: bound = %v, want %v", tc.record, got, want)
+		}
+		other := c.DeepCopy()
+		other.Spec.DeploymentTargetClassName = "changed"
+		if got := HeldTarget(other, []appstudiov1alpha1.DeploymentTarget{*dt}) != nil; got != want {
+			t.Errorf("record %q: held after a class change = %v, want %v", tc.record, got, want)
+		}
+	}
+	if got := appstudiov1alpha1.ClaimRecord(c); got != "c1/new-uid" {
+		t.Errorf("ClaimRecord = %q", got)
+	}
+}

@@ -414,7 +414,14 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	}
 }
 
-// createTarget creates the target from the Ready SpaceRequest's status.
+// createTarget creates the target from the Ready SpaceRequest's status. The
+// phases before it checked, in the cache, that the claim is not being deleted
+// and the SpaceRequest not either; a cache that lags may still show both
+// alive after the orphan reconciler deleted the SpaceRequest (confirmed with
+// the API server). No read can close that window without a request per claim
+// and even then not entirely (the claim can go between the read and the
+// create), so the orphan reconciler deletes such a late target when its
+// creation event arrives (see package orphan).
 func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	name := sandbox.ObjectName(s.claim)
 	access := s.sr.Status.NamespaceAccess[0]
@@ -425,6 +432,8 @@ func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 	annotations := tracing.Inject(ctx, map[string]string{
 		appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
 		appstudiov1alpha1.SpaceRequestAnnotation:  s.sr.Name,
+		// The claim object, not only its name (claimRef), in the same write.
+		appstudiov1alpha1.ClaimAnnotation: appstudiov1alpha1.ClaimRecord(s.claim),
 	})
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": appstudiov1alpha1.SchemeGroupVersion.String(),

@@ -15,6 +15,17 @@
 // and an event says so. A class that no longer exists counts as Retain, as
 // in the dt-binder: deleting what no policy asked to delete is the one
 // mistake that cannot be undone.
+//
+// The race with the provisioner's claim reconciler cannot be closed by
+// reading alone: its cache may still show the claim (and the SpaceRequest
+// alive) after this reconciler has confirmed with the API server that the
+// claim is gone and no target exists, and deleted the SpaceRequest; Kubernetes
+// has no transaction across the two objects. So the deletion is made safe
+// after the fact: a target created for a SpaceRequest that is being deleted
+// or gone, whose claim is gone, and that was never bound (a "late target") is
+// deleted as soon as its creation event arrives, whatever its class's
+// reclaimPolicy: what Retain would keep, the namespace its credentials point
+// to, is already being deleted, and nothing ever used the target.
 package orphan
 
 import (
@@ -127,10 +138,17 @@ func (s *scope) Stopped() bool { return s.stop }
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// Gone: a target may still have been made from it (late target).
+		return ctrl.Result{}, r.reconcileLateTarget(ctx, req.NamespacedName)
 	}
-	if sr.Labels[appstudiov1alpha1.ClaimLabel] == "" || !sr.DeletionTimestamp.IsZero() {
+	if sr.Labels[appstudiov1alpha1.ClaimLabel] == "" {
 		return ctrl.Result{}, nil
+	}
+	if !sr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileLateTarget(ctx, req.NamespacedName)
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, sr, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
@@ -148,29 +166,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return ctrl.Result{}, err
 }
 
+// reconcileLateTarget deletes a target made from the SpaceRequest key (being
+// deleted, or gone) for a claim that is gone, and never bound: a provisioner
+// whose cache still showed the claim and the SpaceRequest created it after
+// this reconciler had deleted the SpaceRequest (see the package comment).
+// Only the cache is read until such a target is found (the normal path, a
+// target of a live claim, or one being deleted, costs no request); then the
+// API server confirms the claim is gone and the target never bound.
+func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.NamespacedName) (retErr error) {
+	dt := &appstudiov1alpha1.DeploymentTarget{}
+	if err := r.Client.Get(ctx, key, dt); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !lateTargetCandidate(dt, key.Name) {
+		return nil
+	}
+	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
+	defer func() { tracing.EndReconcile(span, "", retErr) }()
+	log := ctrl.LoggerFrom(ctx).WithValues("target", dt.Name, "claim", dt.Spec.ClaimRef.Name)
+	for _, reader := range []client.Reader{r.Client, r.APIReader} {
+		alive, err := claimAlive(ctx, reader, dt.Namespace, dt.Spec.ClaimRef.Name, dt.Name)
+		if err != nil || alive {
+			return err
+		}
+	}
+	// Confirm the target itself: still never bound, and delete exactly the
+	// version looked at.
+	if err := r.APIReader.Get(ctx, key, dt); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !lateTargetCandidate(dt, key.Name) {
+		return nil
+	}
+	defer func() {
+		if retErr != nil && !apierrors.IsConflict(retErr) {
+			r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", retErr)
+		}
+	}()
+	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
+	err := client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID, ResourceVersion: &dt.ResourceVersion}))
+	tracing.EndStep(span, err)
+	if err != nil {
+		return fmt.Errorf("deleting DeploymentTarget %s made from a deleted SpaceRequest: %w", dt.Name, err)
+	}
+	log.Info("deleted a target made from a SpaceRequest that was deleted as an orphan: its claim is gone and it was never bound")
+	// On the target: the SpaceRequest may be gone.
+	r.Recorder.Eventf(dt, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
+		"Claim %s is gone and this target, never bound, was made from SpaceRequest %s after that was deleted as an orphan; "+
+			"deleted it whatever the class's reclaimPolicy: the namespace it points to is being deleted", dt.Spec.ClaimRef.Name, key.Name)
+	return nil
+}
+
+// lateTargetCandidate: dt was made by this provisioner from the SpaceRequest
+// named srName, is not being deleted, never bound, and names a claim.
+func lateTargetCandidate(dt *appstudiov1alpha1.DeploymentTarget, srName string) bool {
+	return dt.DeletionTimestamp.IsZero() && sandbox.ProvisionedBySandbox(dt) &&
+		dt.Annotations[appstudiov1alpha1.SpaceRequestAnnotation] == srName && neverBound(dt) &&
+		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name != ""
+}
+
+func neverBound(dt *appstudiov1alpha1.DeploymentTarget) bool {
+	return dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseBound && dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseReleased
+}
+
+// claimAlive says whether the claim named name exists, is not being deleted,
+// and is the claim the object named objectName was made for (the name
+// carries the claim's UID: a claim created again under the same name is
+// another claim).
+func claimAlive(ctx context.Context, reader client.Reader, namespace, name, objectName string) (bool, error) {
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading DeploymentTargetClaim %s: %w", name, err)
+	}
+	return claim.DeletionTimestamp.IsZero() && sandbox.ObjectName(claim) == objectName, nil
+}
+
 // checkClaim stops if the SpaceRequest's claim still exists, is not being
 // deleted, and is the claim the SpaceRequest was made for.
 func (r *Reconciler) checkClaim(reader client.Reader) phase {
 	return func(ctx context.Context, s *scope) error {
-		name := appstudiov1alpha1.ClaimOf(s.sr)
-		claim := &appstudiov1alpha1.DeploymentTargetClaim{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, claim)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading DeploymentTargetClaim %s: %w", name, err)
-		}
-		if claim.DeletionTimestamp.IsZero() && sandbox.ObjectName(claim) == s.sr.Name {
-			s.stop = true
-		}
-		return nil
+		alive, err := claimAlive(ctx, reader, s.sr.Namespace, appstudiov1alpha1.ClaimOf(s.sr), s.sr.Name)
+		s.stop = alive
+		return err
 	}
 }
 
 // checkTarget stops if a target was made from the SpaceRequest: then the
 // target's deletion deletes it. A target that still names the gone claim and
 // was never bound (made in the moment the claim went) is an orphan itself.
+// It asks the API server, not the cache (this is the rare deletion path):
+// a target the provisioner created a moment ago must not be missed. One it
+// creates after this read is a late target (reconcileLateTarget).
 func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sr), dt)
@@ -180,8 +270,7 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
 	}
-	neverBound := dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseBound && dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseReleased
-	if dt.DeletionTimestamp.IsZero() && neverBound && sandbox.ProvisionedBySandbox(dt) &&
+	if dt.DeletionTimestamp.IsZero() && neverBound(dt) && sandbox.ProvisionedBySandbox(dt) &&
 		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name == appstudiov1alpha1.ClaimOf(s.sr) {
 		s.orphanTarget = dt
 		return nil
