@@ -2,6 +2,9 @@ package spacerequest_test
 
 import (
 	"context"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,6 +17,7 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
 )
@@ -61,6 +65,8 @@ func TestGeneratedRoleGrantsOnlyWhatTheStubProvisions(t *testing.T) {
 	g.Expect(asStub.Apply(ctx, corev1ac.ServiceAccount(spacerequest.ServiceAccountName, team).WithLabels(map[string]string{"a": "b"}),
 		client.FieldOwner("rbac-test"))).To(Succeed())
 	forbidden(asStub.List(ctx, &corev1.ServiceAccountList{}))
+	// Never read one by one (the cache lists and watches): no get.
+	forbidden(asStub.Get(ctx, client.ObjectKeyFromObject(manager), &corev1.ServiceAccount{}))
 	g.Expect(asStub.List(ctx, &corev1.ServiceAccountList{}, client.MatchingFields{"metadata.name": spacerequest.ServiceAccountName})).To(Succeed())
 
 	// RoleBindings: only namespace-manager-edit, created by server-side
@@ -81,7 +87,52 @@ func TestGeneratedRoleGrantsOnlyWhatTheStubProvisions(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: other, Name: spacerequest.ServiceAccountName}},
 	}))
 	forbidden(asStub.List(ctx, &rbacv1.RoleBindingList{}))
+	forbidden(asStub.Get(ctx, client.ObjectKey{Namespace: team, Name: spacerequest.RoleBindingName}, &rbacv1.RoleBinding{}))
 	g.Expect(asStub.List(ctx, &rbacv1.RoleBindingList{}, client.MatchingFields{"metadata.name": spacerequest.RoleBindingName})).To(Succeed())
+}
+
+// TestGeneratedRoleGrantsExactlyTheVerbsTheStubUses: the generated ClusterRole
+// grants, per resource (and resourceNames), exactly the verbs the stub's
+// client calls need, no more: the suite running the stub with that role
+// shows none is missing, this shows none is left over. Caches (the
+// manager's for SpaceRequests, Managed, the ClusterRole cache) list and
+// watch, never get; single objects are read from the API server
+// (APIReader) only for namespaces and Secrets; ServiceAccounts and
+// RoleBindings are written by server-side apply (patch, and create when the
+// patch creates); a verb added to a marker must be added here, with the call
+// that needs it.
+func TestGeneratedRoleGrantsExactlyTheVerbsTheStubUses(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile(generatedRole)
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.UnmarshalStrict(data, role)).To(Succeed())
+	got := map[string][]string{}
+	for _, rule := range role.Rules {
+		g.Expect(rule.NonResourceURLs).To(BeEmpty())
+		names := strings.Join(rule.ResourceNames, ",")
+		for _, group := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				key := group + "/" + res + "[" + names + "]"
+				got[key] = append(got[key], rule.Verbs...)
+			}
+		}
+	}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	g.Expect(got).To(Equal(map[string][]string{
+		"/namespaces[]":                             {"create", "delete", "get", "list", "patch", "watch"},
+		"/secrets[]":                                {"create", "delete", "get", "list", "patch", "watch"},
+		"/serviceaccounts[namespace-manager]":       {"create", "list", "patch", "watch"},
+		"/serviceaccounts/token[namespace-manager]": {"create"},
+		"rbac.authorization.k8s.io/rolebindings[namespace-manager-edit]": {"create", "list", "patch", "watch"},
+		"rbac.authorization.k8s.io/clusterroles[edit]":                   {"bind", "list", "watch"},
+		"events.k8s.io/events[]":                                         {"create", "patch"},
+		"toolchain.dev.openshift.com/spacerequests[]":                    {"list", "patch", "watch"},
+		"toolchain.dev.openshift.com/spacerequests/status[]":             {"patch"},
+		"toolchain.dev.openshift.com/spacerequests/finalizers[]":         {"update"},
+	}))
 }
 
 // TestWritePolicyLimitsTheStubToWhatItProvisions: what the stub's ClusterRole

@@ -90,16 +90,19 @@ const (
 // the object; and the stub lists and watches them with a field selector on
 // that name (ManagedCacheOptions). Namespaces and Secrets have a name per
 // SpaceRequest, and the stub creates them with a POST (whose authorization
-// has no name), so those rules cannot name them. See README.md.
-// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/status,verbs=get;patch
+// has no name), so those rules cannot name them. Only the verbs the code
+// uses: caches list and watch (they never get); only namespaces and Secrets
+// are read one by one from the API server (APIReader), so only they have
+// get. rbac_test.go asserts the exact verbs per resource. See README.md.
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/status,verbs=patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch,resourceNames=namespace-manager
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=list;watch;create;patch,resourceNames=namespace-manager
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create,resourceNames=namespace-manager
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch,resourceNames=namespace-manager-edit
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;bind,resourceNames=edit
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=list;watch;create;patch,resourceNames=namespace-manager-edit
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=list;watch;bind,resourceNames=edit
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler serves SpaceRequests.
@@ -119,8 +122,8 @@ type Reconciler struct {
 	Managed cache.Cache
 	// Recorder records events on SpaceRequests.
 	Recorder events.EventRecorder
-	// RoleReader reads the edit ClusterRole, normally from a cache holding
-	// only that ClusterRole; nil means APIReader.
+	// RoleReader reads the edit ClusterRole: a cache holding only that
+	// ClusterRole (the stub's role lists and watches it, it does not get it).
 	RoleReader client.Reader
 
 	// TargetClusterURL is the API server URL written into kubeconfigs and
@@ -195,10 +198,8 @@ func roleBindingKey(namespace string) string {
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	errs := []error{setup.Check("spacerequest", setup.Required("Client", r.Client),
-		setup.Required("APIReader", r.APIReader), setup.Required("Managed", r.Managed), setup.Required("Recorder", r.Recorder))}
-	if r.RoleReader == nil {
-		r.RoleReader = r.APIReader
-	}
+		setup.Required("APIReader", r.APIReader), setup.Required("Managed", r.Managed), setup.Required("Recorder", r.Recorder),
+		setup.Required("RoleReader", r.RoleReader))}
 	if u, err := url.Parse(r.TargetClusterURL); err != nil || u.Scheme == "" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("spacerequest: target cluster URL %q is not an absolute URL", r.TargetClusterURL))
 	}
