@@ -30,7 +30,8 @@ const (
 // StartReconcile starts the span of one reconcile of obj, a kind object, in
 // the trace handed over through obj's TraceContextAnnotation (a new trace when
 // there is none), named "<kind>.Reconcile" and carrying the standard
-// attributes. When the span is recording, the logger in the returned context
+// attributes; a reconcile outside any job (jobID "") carries no job ID
+// attribute at all. When the span is recording, the logger in the returned context
 // carries the trace and span IDs. End the span with EndReconcile.
 //
 // While tracing is off this returns a non-recording span and ctx's logger
@@ -42,8 +43,10 @@ func StartReconcile(ctx context.Context, tracer trace.Tracer, kind string, obj c
 		AttrKind.String(kind),
 		AttrNamespace.String(obj.GetNamespace()),
 		AttrName.String(obj.GetName()),
-		AttrJobID.String(jobID),
 	)
+	if jobID != "" {
+		all = append(all, AttrJobID.String(jobID))
+	}
 	all = append(all, attrs...)
 	ctx, span := tracer.Start(ctx, kind+".Reconcile", trace.WithAttributes(all...))
 	return WithSpanLogger(ctx), span

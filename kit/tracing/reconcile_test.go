@@ -67,4 +67,10 @@ func TestStartReconcileWithoutAnnotationStartsANewTrace(t *testing.T) {
 	if s.Status().Code == codes.Error {
 		t.Error("status is error without an error")
 	}
+	// A reconcile outside any job carries no job ID attribute, not an empty one.
+	for _, kv := range s.Attributes() {
+		if kv.Key == AttrJobID {
+			t.Errorf("attribute %s = %q on a reconcile without a job, want none", kv.Key, kv.Value.String())
+		}
+	}
 }
