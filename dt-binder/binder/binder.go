@@ -84,7 +84,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if err := cr.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("dt-binder: %w", err)
 	}
-	tr := &target.Reconciler{Client: c, Recorder: recorder, UnableToTerminateTimeout: opts.UnableToTerminateTimeout}
+	tr := &target.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: recorder, UnableToTerminateTimeout: opts.UnableToTerminateTimeout}
 	if err := tr.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("dt-binder: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/binder"
 	"github.com/terrace-dev/terrace/dt-binder/claim"
+	"github.com/terrace-dev/terrace/dt-binder/target"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 
@@ -333,4 +334,129 @@ func testRecreatedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy) {
 		g.Expect(getClaim(g, ns, "dyn").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhasePending))
 		g.Expect(getTarget(g, ns, "old-best").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased))
 	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+}
+
+// TestForceDeletedClaimTargetReclaimed: a claim deleted by force (its
+// finalizer removed by hand) whose name never comes back. Like a
+// PersistentVolume whose bound claim UID no longer exists, a target that
+// records the claim object it was bound for (ClaimAnnotation) gets the
+// reclaimPolicy of its class applied for the gone claim by the target
+// reconciler: Delete deletes it, Retain clears its claimRef (Released). That
+// holds for a target bound by best match (the binder's record), a provisioned
+// one (the provisioner's record), and one an earlier binder had already left
+// Released naming the gone claim (binder stopped meanwhile). A target without
+// the record — pre-bound by a user to a claim that does not exist, or bound
+// before the record existed — is left as it is.
+func TestForceDeletedClaimTargetReclaimed(t *testing.T) {
+	for _, policy := range []appstudiov1alpha1.ReclaimPolicy{appstudiov1alpha1.ReclaimPolicyDelete, appstudiov1alpha1.ReclaimPolicyRetain} {
+		t.Run(string(policy), func(t *testing.T) { testForceDeletedClaim(t, policy) })
+	}
+}
+
+func testForceDeletedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, policy)
+	stop := startBinder(t, binder.Options{}, ns)
+
+	// provisioned plays the sandbox provisioner: a target for claim, with
+	// the record of the claim object (recorded: true) or without.
+	provisioned := func(claimName, targetName string, recorded bool) {
+		t.Helper()
+		create(t, newClaim(ns, claimName, class.Name, ""))
+		c := eventuallyClaim(t, ns, claimName, appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+		dt := newTarget(ns, targetName, class.Name, claimName, appstudiov1alpha1.TargetFinalizer)
+		dt.Annotations = map[string]string{appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner}
+		if recorded {
+			dt.Annotations[appstudiov1alpha1.ClaimAnnotation] = appstudiov1alpha1.ClaimRecord(c)
+		}
+		create(t, dt)
+		eventuallyTarget(t, ns, targetName, appstudiov1alpha1.DeploymentTargetPhaseBound, claimName)
+		eventuallyClaim(t, ns, claimName, appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	}
+
+	// "best" binds by best match (the binder writes the record).
+	create(t, newTarget(ns, "old-best", class.Name, ""))
+	eventuallyTarget(t, ns, "old-best", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+	create(t, newClaim(ns, "best", class.Name, ""))
+	eventuallyClaim(t, ns, "best", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+	g.Expect(getTarget(g, ns, "old-best").Annotations).To(HaveKey(appstudiov1alpha1.ClaimAnnotation))
+	provisioned("dyn", "old-dyn", true)
+	provisioned("left", "old-left", true)
+	provisioned("norecord", "old-norecord", false)
+	// Pre-bound by a user to a claim that does not exist (yet).
+	create(t, newTarget(ns, "prebound", class.Name, "nobody"))
+	eventuallyTarget(t, ns, "prebound", appstudiov1alpha1.DeploymentTargetPhasePending, "nobody")
+
+	// "left": as an earlier binder left it: the claim went by force while
+	// the binder was stopped, and the target turned Released, still naming
+	// it (set by hand here, as that binder wrote it).
+	stop()
+	forceDelete(t, ns, "left")
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left"}})
+	g.Eventually(func(g Gomega) {
+		dt := getTarget(g, ns, "old-left")
+		base := dt.DeepCopy()
+		dt.Status.Phase = appstudiov1alpha1.DeploymentTargetPhaseReleased
+		meta.SetStatusCondition(&dt.Status.Conditions, metav1.Condition{
+			Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionFalse, Reason: appstudiov1alpha1.TargetReasonReleased,
+			Message: "claim left was deleted", ObservedGeneration: dt.Generation,
+		})
+		g.Expect(env.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	startBinder(t, binder.Options{}, ns)
+
+	// The others go by force with the binder running; no claim of their
+	// names ever comes back.
+	for _, n := range []string{"best", "dyn", "norecord"} {
+		forceDelete(t, ns, n)
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}})
+	}
+
+	reclaimed := []string{"old-best", "old-dyn", "old-left"}
+	if policy == appstudiov1alpha1.ReclaimPolicyDelete {
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-best"}})
+		for _, n := range []string{"old-dyn", "old-left"} {
+			g.Eventually(func(g Gomega) {
+				g.Expect(getTarget(g, ns, n).DeletionTimestamp).NotTo(BeNil(), "%s is deleted for its gone claim (its provisioner removes the finalizer)", n)
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		}
+		for _, n := range reclaimed {
+			g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, n) }).WithTimeout(timeout).WithPolling(poll).
+				Should(ContainElement("Normal/"+target.EventClaimForceDeletedTargetDeleted), n)
+		}
+	} else {
+		for _, n := range reclaimed {
+			dt := eventuallyTarget(t, ns, n, appstudiov1alpha1.DeploymentTargetPhaseReleased, "")
+			g.Expect(dt.DeletionTimestamp).To(BeNil(), "%s is kept (Retain)", n)
+			g.Expect(dt.Annotations).NotTo(HaveKey(appstudiov1alpha1.ClaimAnnotation), n)
+			g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, n) }).WithTimeout(timeout).WithPolling(poll).
+				Should(ContainElement("Normal/"+target.EventClaimForceDeletedTargetReleased), n)
+		}
+	}
+
+	// Without the record the binder cannot tell a gone claim from one yet to
+	// come: those targets wait for their claim, as before.
+	eventuallyTarget(t, ns, "old-norecord", appstudiov1alpha1.DeploymentTargetPhaseReleased, "norecord")
+	g.Consistently(func(g Gomega) {
+		for n, claimName := range map[string]string{"old-norecord": "norecord", "prebound": "nobody"} {
+			dt := getTarget(g, ns, n)
+			g.Expect(dt.DeletionTimestamp).To(BeNil(), n)
+			g.Expect(claimRefName(dt)).To(Equal(claimName), n)
+		}
+		g.Expect(getTarget(g, ns, "prebound").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhasePending))
+		g.Expect(getTarget(g, ns, "old-norecord").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased))
+		if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+			for _, n := range reclaimed {
+				dt := getTarget(g, ns, n)
+				g.Expect(dt.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseReleased), n)
+				g.Expect(dt.Spec.ClaimRef).To(BeNil(), n)
+			}
+		}
+	}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+	for _, n := range []string{"old-norecord", "prebound"} {
+		g.Expect(observabilitytest.EventReasons(g, env.Client, ns, n)).NotTo(ContainElement(BeElementOf(
+			target.EventClaimForceDeletedTargetDeleted, target.EventClaimForceDeletedTargetReleased)), n)
+	}
 }

@@ -30,6 +30,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/dt-binder/internal/reclaim"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -361,15 +362,7 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 
 // getClass returns the named class, or nil when it does not exist.
 func (r *Reconciler) getClass(ctx context.Context, name string) (*appstudiov1alpha1.DeploymentTargetClass, error) {
-	class := &appstudiov1alpha1.DeploymentTargetClass{}
-	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, class)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("getting class %s: %w", name, err)
-	}
-	return class, nil
+	return reclaim.GetClass(ctx, r.Client, name)
 }
 
 // loadTargets reads the targets naming the claim. While a claimRef write of
@@ -412,7 +405,12 @@ func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
 // Released if it was bound). The claim itself then binds, or is provisioned,
 // as any new claim: it never inherits that target. Rare (it takes a forced
 // deletion and a claim of the same name), so its requests cost nothing on the
-// normal path.
+// normal path. The target reconciler applies the same policy (package
+// reclaim) to a target whose recorded claim is gone from its cache
+// (reclaimGoneClaim) and may do so for this target at the same moment; every
+// write is preconditioned, so the second gets a Conflict (retried; the
+// target has moved on) or finds the target already deleted (NotFound is no
+// error), and the policy is applied once.
 func (r *Reconciler) reclaimEarlier(ctx context.Context, s *scope) error {
 	for i := range s.earlier {
 		t := &s.earlier[i]
@@ -448,65 +446,32 @@ func (r *Reconciler) reclaimEarlier(ctx context.Context, s *scope) error {
 // reclaimPolicy is the reclaim policy of target t: that of t's class, the
 // class it was bound under (after a class change of the claim, the claim's
 // new class says nothing about a target it never provisioned). A class that
-// does not exist counts as Retain, with a warning Event: deleting what no
-// policy asked to delete is the one mistake that cannot be undone.
+// does not exist counts as Retain (reclaim.Policy), with a warning Event.
 func (r *Reconciler) reclaimPolicy(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (appstudiov1alpha1.ReclaimPolicy, string, error) {
 	className := t.Spec.DeploymentTargetClassName
 	class := s.class
 	if className != s.claim.Spec.DeploymentTargetClassName {
 		var err error
-		if class, err = r.getClass(ctx, className); err != nil {
+		if class, err = reclaim.GetClass(ctx, r.Client, className); err != nil {
 			return "", className, err
 		}
 	}
-	switch {
-	case class == nil:
+	if class == nil {
 		r.Recorder.Eventf(s.claim, t, corev1EventWarning, EventClassNotFound, "Reclaim",
 			"DeploymentTargetClass %q of target %s does not exist; retaining the target", className, t.Name)
-		return appstudiov1alpha1.ReclaimPolicyRetain, className, nil
-	case class.Spec.ReclaimPolicy != "":
-		return class.Spec.ReclaimPolicy, className, nil
 	}
-	return appstudiov1alpha1.ReclaimPolicyDelete, className, nil
+	return reclaim.Policy(class), className, nil
 }
 
-// releaseTarget clears t's claimRef (and the record of the claim it was
-// written for), preconditioned on the version read. A target already being
-// deleted keeps its claimRef: the provisioner finds the target's
-// SpaceRequest through it.
+// releaseTarget clears t's claimRef (reclaim.Release).
 func (r *Reconciler) releaseTarget(ctx context.Context, t *appstudiov1alpha1.DeploymentTarget) error {
-	if t.Spec.ClaimRef == nil || t.DeletionTimestamp != nil {
-		return nil
-	}
-	patched := t.DeepCopy()
-	patched.Spec.ClaimRef = nil
-	delete(patched.Annotations, appstudiov1alpha1.ClaimAnnotation)
-	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "ReleaseTarget", attribute.String("terrace.target", t.Name))
-	err := r.Client.Patch(spanCtx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
-	tracing.EndStep(span, err)
-	if err != nil {
-		return fmt.Errorf("releasing target %s: %w", t.Name, err)
-	}
-	return nil
+	_, err := reclaim.Release(ctx, r.Client, observability.KindClaim, t)
+	return err
 }
 
-// deleteTarget deletes t, preconditioned on its UID (a target created again
-// under the name is another object).
+// deleteTarget deletes t, preconditioned on its UID (reclaim.Delete).
 func (r *Reconciler) deleteTarget(ctx context.Context, t *appstudiov1alpha1.DeploymentTarget) error {
-	uid := t.UID
-	spanCtx, span := tracing.StartStep(ctx, observability.Tracer(), observability.KindClaim, "DeleteTarget", attribute.String("terrace.target", t.Name))
-	err := r.Client.Delete(spanCtx, t, client.Preconditions{UID: &uid})
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
-	tracing.EndStep(span, err)
-	if err != nil {
-		return fmt.Errorf("deleting target %s: %w", t.Name, err)
-	}
-	return nil
+	return reclaim.Delete(ctx, r.Client, observability.KindClaim, t)
 }
 
 // bind decides the claim's binding (seed 004 steps 3, 7, 8 and the binder

@@ -31,6 +31,7 @@ import (
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/dt-binder/internal/reclaim"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -41,6 +42,18 @@ import (
 // the Bound or Terminating condition.
 const EventReconcileFailed = "ReconcileFailed"
 
+// Events of reclaimGoneClaim, on the target: its claim (recorded in
+// ClaimAnnotation) was deleted without its finalizer running (removed by
+// hand), and the reclaimPolicy of the target's class was applied for it —
+// Delete: the target is deleted; Retain: its claimRef is cleared.
+// EventClassNotFound (Warning): the class does not exist; the target is
+// retained.
+const (
+	EventClaimForceDeletedTargetDeleted  = "ClaimForceDeletedTargetDeleted"
+	EventClaimForceDeletedTargetReleased = "ClaimForceDeletedTargetReleased"
+	EventClassNotFound                   = "ClassNotFound"
+)
+
 // DefaultUnableToTerminateTimeout is how long a SpaceRequest may report
 // UnableToTerminate before its target is marked Failed (seed 004, step 5).
 const DefaultUnableToTerminateTimeout = 2 * time.Minute
@@ -50,9 +63,10 @@ const conflictRetry = 500 * time.Millisecond
 
 // RBAC of this reconciler (least privilege), collected into the binary's
 // ClusterRole by controller-gen (make generate):
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -60,6 +74,10 @@ const conflictRetry = 500 * time.Millisecond
 type Reconciler struct {
 	// Client reads from the manager's cache and writes with the binder's field owner.
 	Client client.Client
+	// APIReader reads from the API server directly: it confirms that a claim
+	// the cache no longer has is really gone before its target is reclaimed
+	// (a rare path).
+	APIReader client.Reader
 	// Recorder emits Kubernetes Events on targets.
 	Recorder events.EventRecorder
 	// UnableToTerminateTimeout: see DefaultUnableToTerminateTimeout; zero means the default.
@@ -77,7 +95,7 @@ type Reconciler struct {
 // binding must be registered on mgr first.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := setup.Check("target reconciler", setup.Required("manager", mgr),
-		setup.Required("Client", r.Client), setup.Required("Recorder", r.Recorder)); err != nil {
+		setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader), setup.Required("Recorder", r.Recorder)); err != nil {
 		return err
 	}
 	if r.UnableToTerminateTimeout < 0 {
@@ -223,8 +241,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //   - no claimRef: Available, or Released if it was bound before (rule A/C:
 //     a Released target is not bound again until an operator makes it
 //     Available);
-//   - claimRef naming a claim that is gone: Released if it was bound before
-//     (rule A), else Pending (reserved for a claim yet to come);
+//   - claimRef naming a claim that is gone, while the target records the
+//     claim object it was bound for (ClaimAnnotation): that claim was deleted
+//     without its finalizer running, so the reclaimPolicy of the target's
+//     class is applied for it (reclaimGoneClaim), as the PV controller does
+//     for a volume whose bound claim UID no longer exists;
+//   - claimRef naming a claim that is gone, no record: Released if it was
+//     bound before (rule A), else Pending (reserved for a claim yet to come:
+//     a user pre-bound it, or it was bound before the record existed);
 //   - claimRef naming an existing claim that takes this target: Bound (step 7);
 //     Bound too, reason ClassChanged, when the claim's class was changed
 //     after it bound this target (the claim keeps it);
@@ -235,18 +259,13 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	wasBound := prev == appstudiov1alpha1.DeploymentTargetPhaseBound || prev == appstudiov1alpha1.DeploymentTargetPhaseReleased
 
 	if t.Spec.ClaimRef == nil || t.Spec.ClaimRef.Name == "" {
-		if wasBound {
-			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased,
-				"its claim released it; it is not bound again until its phase is set to Available")
-			return nil
-		}
-		s.set(appstudiov1alpha1.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonAvailable,
-			"unclaimed; can be bound to a claim of class "+t.Spec.DeploymentTargetClassName)
+		s.unclaimed(wasBound)
 		return nil
 	}
 
 	name := t.Spec.ClaimRef.Name
-	if prev == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+	recorded := binding.RecordedClaimUID(t)
+	if prev == appstudiov1alpha1.DeploymentTargetPhaseReleased && recorded == "" {
 		// A claim of the same name appearing later is a new claim, not the
 		// one this target served: it must not inherit the target.
 		return nil
@@ -255,6 +274,16 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, claim)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("getting claim %s: %w", name, err)
+	}
+	if apierrors.IsNotFound(err) && recorded != "" {
+		return r.reclaimGoneClaim(ctx, s, wasBound)
+	}
+	if prev == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+		// Released, and a claim of its name exists: a new claim (the claim
+		// reconciler applies the policy for the old one, reclaimEarlier),
+		// or the one it was bound to, which let it go. Either way it is
+		// not bound again.
+		return nil
 	}
 	// A claim of that name that is not the object the claimRef was written
 	// for (its UID differs from the recorded one) is a new claim: the one
@@ -265,7 +294,7 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 		gone := fmt.Sprintf("claim %s was deleted", name)
 		if earlier {
 			gone = fmt.Sprintf("claim %s (UID %s) was deleted; the claim now of that name (UID %s) is another object and does not inherit this target",
-				name, binding.RecordedClaimUID(t), claim.UID)
+				name, recorded, claim.UID)
 		}
 		if wasBound {
 			s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased, gone)
@@ -310,6 +339,127 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	}
 	s.set(appstudiov1alpha1.DeploymentTargetPhaseBound, metav1.ConditionTrue, appstudiov1alpha1.TargetReasonBound,
 		fmt.Sprintf("bound to claim %s", name))
+	return nil
+}
+
+// unclaimed sets the phase of a target without claimRef: Released if it was
+// bound before (a Released target is not bound again until an operator sets
+// its phase to Available), else Available.
+func (s *scope) unclaimed(wasBound bool) {
+	if wasBound {
+		s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased,
+			"its claim released it; it is not bound again until its phase is set to Available")
+		return
+	}
+	s.set(appstudiov1alpha1.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonAvailable,
+		"unclaimed; can be bound to a claim of class "+s.target.Spec.DeploymentTargetClassName)
+}
+
+// reclaimGoneClaim applies the reclaimPolicy of the target's class for the
+// claim it was bound to (recorded in ClaimAnnotation), which the cache no
+// longer has: the claim was deleted without its finalizer running (removed
+// by hand), so its deletion never reclaimed the target, and no new claim of
+// its name has come to do it (the claim reconciler's reclaimEarlier). Left
+// alone, the target would stay Released, naming a claim that is gone, for
+// ever, and a provisioned target (class Delete) would leak its SpaceRequest
+// and namespace. A target without the record (pre-bound by a user to a claim
+// yet to come, or bound before the record existed) never gets here.
+//
+// The cache may lag behind the API server, so the claim is confirmed gone
+// there first (APIReader; this path is rare, the normal path pays nothing):
+// a claim still there with the recorded UID is alive, and the target is left
+// as it is (the claim's watch event brings it back once the cache shows the
+// claim). A claim of the name with another UID is a new object: the one
+// recorded is gone all the same.
+//
+//   - Delete: the target's status is written first (Released if it was bound,
+//     else Pending, ClaimNotFound; the write, preconditioned on the version
+//     read, also proves the cached target current), then the target is
+//     deleted (UID precondition).
+//   - Retain, or a class that does not exist: its claimRef is cleared as on
+//     a normal deletion (reclaim.Release, preconditioned on the version
+//     read), and it turns Released (Available if it was never bound).
+//
+// The claim reconciler's reclaimEarlier may apply the same policy to the same
+// target at once (a new claim of the name appeared): whichever writes second
+// gets a Conflict (retried: the target has moved on) or finds the target
+// already deleted; neither is an error.
+func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bool) error {
+	t := s.target
+	name, recorded := t.Spec.ClaimRef.Name, binding.RecordedClaimUID(t)
+	live := &appstudiov1alpha1.DeploymentTargetClaim{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, live)
+	switch {
+	case err == nil && string(live.UID) == recorded:
+		s.log.V(1).Info("claim not in the cache yet, but alive on the API server; not reclaiming", "claim", name, "claimUID", recorded)
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("confirming claim %s is gone: %w", name, err)
+	}
+	className := t.Spec.DeploymentTargetClassName
+	class, err := reclaim.GetClass(ctx, r.Client, className)
+	if err != nil {
+		return err
+	}
+	policy := reclaim.Policy(class)
+	if class == nil {
+		r.Recorder.Eventf(t, nil, "Warning", EventClassNotFound, "Reclaim",
+			"DeploymentTargetClass %q does not exist; retaining the target for its gone claim %s (UID %s)", className, name, recorded)
+	}
+	gone := fmt.Sprintf("claim %s (UID %s) was deleted without its finalizer running", name, recorded)
+	log := s.log.WithValues("claim", name, "claimUID", recorded, "class", className, "reclaimPolicy", policy)
+
+	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+		old := t.ResourceVersion
+		released, err := reclaim.Release(ctx, r.Client, observability.KindTarget, t)
+		switch {
+		case apierrors.IsConflict(err):
+			// Changed meanwhile (by reclaimEarlier, say): its newer version
+			// is on its way, and decides again.
+			log.V(1).Info("target changed before its release, retrying", "error", err.Error())
+			s.result.RequeueAfter = conflictRetry
+			return nil
+		case err != nil:
+			return err
+		case released == nil:
+			s.gone = true // deleted meanwhile: nothing left to report
+			return nil
+		}
+		r.written.Replaced(client.ObjectKeyFromObject(t), old)
+		s.target, s.before = released, released.DeepCopy()
+		s.unclaimed(wasBound)
+		log.Info("released target: its claim was deleted without its finalizer running")
+		r.Recorder.Eventf(s.target, nil, "Normal", EventClaimForceDeletedTargetReleased, "Reclaim",
+			"%s; released this target for it (class %s, reclaimPolicy Retain): claimRef cleared", gone, className)
+		return nil
+	}
+
+	msg := gone + fmt.Sprintf("; deleting this target (class %s, reclaimPolicy Delete)", className)
+	if wasBound {
+		s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased, msg)
+	} else {
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound, msg)
+	}
+	err = r.patchStatus(ctx, s)
+	switch {
+	case apierrors.IsConflict(err):
+		log.V(1).Info("target changed before its deletion, retrying", "error", err.Error())
+		s.target.Status = *s.before.Status.DeepCopy() // nothing more to write
+		s.result.RequeueAfter = conflictRetry
+		return nil
+	case err != nil:
+		return err
+	case s.gone:
+		return nil
+	}
+	// Written: the deferred status write has nothing left to do.
+	s.before = s.target.DeepCopy()
+	if err := reclaim.Delete(ctx, r.Client, observability.KindTarget, t); err != nil {
+		return err
+	}
+	log.Info("deleting target: its claim was deleted without its finalizer running")
+	r.Recorder.Eventf(s.target, nil, "Normal", EventClaimForceDeletedTargetDeleted, "Reclaim",
+		"%s; deleting this target for it (class %s, reclaimPolicy Delete)", gone, className)
 	return nil
 }
 
