@@ -16,8 +16,9 @@
 //     Target, or whose Target is missing or in another namespace, counts as
 //     having a Target without annotations and labels, so the deployer of the
 //     default environment takes it (and fails it with a configuration error).
-//     DuringResponsibilityCheck hooks may overrule the result (ANDed). An
-//     item the deployer is not responsible for is never written to.
+//     DuringResponsibilityCheck hooks may overrule the result (ANDed); an
+//     item they make the deployer responsible for gets its Target like any
+//     other. An item the deployer is not responsible for is never written to.
 //     AfterResponsibilityCheck hooks. A spec.context other than "default"
 //     must name an existing Context.
 //  3. Contract: a job starts when (a) status.jobID != status.jobIDFinished
@@ -37,8 +38,9 @@
 //     (e.g. periodic re-apply); true cannot stop a needed one.
 //  5. BeforeAnyReconcile hooks, then exactly one of: Abort (operation: abort;
 //     ends Failed with reason Aborted), ForceReconcile, Delete (deletion
-//     timestamp; skipped with delete-without-uninstall: "true"), Reconcile —
-//     each after its Before* hooks.
+//     timestamp; skipped with delete-without-uninstall: "true", and when the
+//     Target or Context is unusable but there is nothing to uninstall, see
+//     UninstallChecker), Reconcile — each after its Before* hooks.
 //  6. End hooks.
 //
 // A job ends with a final phase and status.jobIDFinished = status.jobID in

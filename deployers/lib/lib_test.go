@@ -34,14 +34,27 @@ const (
 	scopedNamespace = "scoped-in"
 )
 
+// selectiveType is served by a deployer whose target selector matches only
+// Targets labelled env=fenced.
+const selectiveType = "test.terrace.dev/selective"
+
 var (
 	env *testenv.Env
 	rec = &recorder{traces: map[string][][]string{}, behaviour: map[string]*behaviour{}}
+	// selective is the recorder of the selectiveType deployer.
+	selective = &recorder{traces: map[string][][]string{}, behaviour: map[string]*behaviour{}}
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(testutil.RunMain(m, &env, func(mgr ctrl.Manager) error {
 		if err := lib.AddToManager(mgr, rec, lib.Options{Type: testType, Name: "recorder", Version: "v0"}); err != nil {
+			return err
+		}
+		sel, err := lib.ParseTargetSelector("", "env=fenced")
+		if err != nil {
+			return err
+		}
+		if err := lib.AddToManager(mgr, selective, lib.Options{Type: selectiveType, Name: "selective", TargetSelector: sel}); err != nil {
 			return err
 		}
 		// A deployer of another type restricted to one namespace.
@@ -71,6 +84,9 @@ type behaviour struct {
 	// report unfinished work.
 	deleteFail    error
 	deletePending bool
+	// export, when set, makes Reconcile write it to the export Secret
+	// (lib.WriteExport) and Delete remove that (lib.DeleteExport).
+	export []byte
 }
 
 type recorder struct {
@@ -157,6 +173,11 @@ func (r *recorder) call(op string, req *lib.Request) (lib.Result, error) {
 		if b.pending {
 			return lib.PendingFor(0, "waiting"), nil
 		}
+		if b.export != nil {
+			if err := lib.WriteExport(context.Background(), env.Client, "recorder", req.Item, b.export); err != nil {
+				return lib.Result{}, err
+			}
+		}
 		if b.badStatus {
 			// The schema requires a name (minLength 1).
 			req.Item.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: ""}
@@ -168,6 +189,11 @@ func (r *recorder) call(op string, req *lib.Request) (lib.Result, error) {
 		}
 		if b.deletePending {
 			return lib.PendingFor(0, "objects still terminating"), nil
+		}
+		if b.export != nil {
+			if err := lib.DeleteExport(context.Background(), env.Client, req.Item); err != nil {
+				return lib.Result{}, err
+			}
 		}
 	}
 	return lib.Done(), nil

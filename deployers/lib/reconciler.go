@@ -334,7 +334,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if hr, err := r.hooks.ExecuteHooks(ctx, log, s.item, s.target, extension.DuringResponsibilityCheckHook); err != nil {
+	if hr, err := r.executeHooks(ctx, s, extension.DuringResponsibilityCheckHook); err != nil {
 		return reconcile.Result{}, err
 	} else if hr != nil {
 		s.hookResult = extension.AggregateHookResults(extension.DuringResponsibilityCheckHook, s.hookResult, hr)
@@ -408,7 +408,7 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Resul
 	// 4. Should reconcile.
 	should := r.shouldReconcile(s)
 	forced := false
-	hr, err := r.hooks.ExecuteHooks(ctx, s.log, s.item, s.target, extension.ShouldReconcileHook)
+	hr, err := r.executeHooks(ctx, s, extension.ShouldReconcileHook)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -471,11 +471,8 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Resul
 // runHooks executes the hooks of type ht, folds their result into the
 // reconcile's and reports whether they asked to end the reconcile.
 func (r *Reconciler) runHooks(ctx context.Context, s *scope, ht extension.HookType) (bool, error) {
-	hr, err := r.hooks.ExecuteHooks(ctx, s.log, s.item, s.target, ht)
+	hr, err := r.executeHooks(ctx, s, ht)
 	if err != nil {
-		if s.item != nil {
-			r.event(s, corev1.EventTypeWarning, OperationHook, "%v", err)
-		}
 		return true, err
 	}
 	if hr == nil {
@@ -483,6 +480,17 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope, ht extension.HookTy
 	}
 	s.hookResult = extension.AggregateHookResults(ht, s.hookResult, hr)
 	return hr.AbortReconcile, nil
+}
+
+// executeHooks executes the hooks of type ht; a hook error is an
+// ExtensionHook Event on the item (every hook type alike) and ends the
+// reconcile with that error (retried with back-off).
+func (r *Reconciler) executeHooks(ctx context.Context, s *scope, ht extension.HookType) (*extension.HookResult, error) {
+	hr, err := r.hooks.ExecuteHooks(ctx, s.log, s.item, s.target, ht)
+	if err != nil && s.item != nil {
+		r.event(s, corev1.EventTypeWarning, OperationHook, "%s hook: %v", ht, err)
+	}
+	return hr, err
 }
 
 // prevError is the lastError of the job this reconcile works on as the
@@ -534,14 +542,14 @@ func (r *Reconciler) checkResponsibility(ctx context.Context, s *scope) (bool, e
 		s.targetErr = ConfigError(ReasonTargetNotFound, "spec.target: Target %s/%s not found", s.item.Namespace, ref.Name)
 		return !selective, nil
 	}
-	if !r.opts.TargetSelector.Matches(target) {
-		return false, nil
-	}
+	// The Target is kept also when the selector does not match: a
+	// DuringResponsibilityCheck hook may still make the deployer responsible,
+	// and the deployer then gets the item's Target like any other.
 	s.target = target
 	if r.opts.TargetType != "" && target.Spec.Type != r.opts.TargetType {
 		s.targetErr = ConfigError(ReasonTargetType, "Target %s/%s has type %q; deploy items of type %s need type %q", target.Namespace, target.Name, target.Spec.Type, r.opts.Type, r.opts.TargetType)
 	}
-	return true, nil
+	return r.opts.TargetSelector.Matches(target), nil
 }
 
 // checkContext verifies that the item's Context exists; a missing Context
@@ -843,8 +851,24 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 		res Result
 		err = s.targetErr
 	)
+	if err != nil && r.nothingToUninstall(di) {
+		// Nothing was installed (typically: the Target or Context was wrong
+		// from the start, so no job ever reached the deployer): there is
+		// nothing to uninstall, and no Target or Context is needed for it.
+		// Only the library's own export Secret, if any, goes.
+		if di.Status.ExportReference != nil {
+			if err := DeleteExport(ctx, r.client, di); err != nil {
+				r.outcome(s, OperationDelete, lsv1alpha1.PhaseDeleting, ReasonDeleteFailed, Result{}, err)
+				return false, nil
+			}
+		}
+		s.removeFinalizer = true
+		r.event(s, corev1.EventTypeNormal, ReasonDeleted, "deleted; nothing to uninstall (%v); finalizer removed", s.targetErr)
+		return false, nil
+	}
 	if err != nil {
-		err = fmt.Errorf("%w; to delete the item without uninstalling, annotate it with %s: \"true\"", err, lsv1alpha1.DeleteWithoutUninstallAnnotation)
+		err = fmt.Errorf("%w; fix it and retry the deletion with the annotation %s: %s, or annotate the item with %s: \"true\" to delete it without uninstalling",
+			err, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile, lsv1alpha1.DeleteWithoutUninstallAnnotation)
 	} else {
 		dctx, span := tracing.StartStep(ctx, tracer(), Kind, "Delete", AttrDeployer.String(r.opts.Name))
 		res, err = r.deployer.Delete(dctx, r.request(s, false))
@@ -857,6 +881,17 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 	}
 	r.outcome(s, OperationDelete, lsv1alpha1.PhaseDeleting, ReasonDeleteFailed, res, err)
 	return false, nil
+}
+
+// nothingToUninstall reports whether the item has nothing installed that its
+// deletion must remove: the deployer's UninstallChecker if it implements
+// one, else an empty status.providerStatus (the deployer's record of what it
+// installed; nil when Reconcile never ran).
+func (r *Reconciler) nothingToUninstall(di *lsv1alpha1.DeployItem) bool {
+	if c, ok := r.deployer.(UninstallChecker); ok {
+		return c.NothingToUninstall(di)
+	}
+	return di.Status.ProviderStatus == nil || len(di.Status.ProviderStatus.Raw) == 0
 }
 
 // startDeletion enters phase Deleting with a fresh lastReconcileTime: the

@@ -36,6 +36,19 @@ type Deployer interface {
 	ExtensionHooks() extension.ReconcileExtensionHooks
 }
 
+// UninstallChecker is optionally implemented by a Deployer. When the item's
+// Target or Context is missing or unusable, its deletion cannot call Delete;
+// if NothingToUninstall reports true, the library removes the finalizer
+// anyway (and the item's export Secret), since there is nothing to remove
+// from the target. A Deployer that does not implement it is taken to have
+// installed nothing while status.providerStatus is empty: a deployer that
+// installs without recording it there must implement UninstallChecker.
+type UninstallChecker interface {
+	// NothingToUninstall reports whether the item has nothing installed on
+	// its target. It must not block or make requests.
+	NothingToUninstall(di *lsv1alpha1.DeployItem) bool
+}
+
 // Request is one call into a Deployer.
 type Request struct {
 	// Item is the deploy item (a private copy).

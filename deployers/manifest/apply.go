@@ -225,11 +225,18 @@ func deletable(p manifestv1alpha2.ManifestPolicy) bool {
 }
 
 // deleteResources deletes resources in the safe order (namespaced objects,
-// then cluster-scoped ones, then CRDs and namespaces), one group at a time.
-// It reports whether everything is gone (or being deleted: namespaces and
-// objects with finalizers finish on their own).
-func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resources []manifestv1alpha2.ManagedResourceStatus) (bool, error) {
+// then cluster-scoped ones, then CRDs and namespaces), one group at a time:
+// while an object of a group is held by finalizers (deleted now or before),
+// the next group waits. done reports that every group was deleted (what is
+// still being deleted then finishes on its own, e.g. a namespace's content).
+// left are the resources that are not gone yet — held by finalizers, not
+// reached or failed — so that the caller can keep them recorded: forgetting
+// them would leave them behind for good. An object being deleted without
+// finalizers of its own (a namespace: its content is the namespace
+// controller's) counts as gone.
+func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resources []manifestv1alpha2.ManagedResourceStatus) (left []manifestv1alpha2.ManagedResourceStatus, done bool, err error) {
 	type item struct {
+		res  manifestv1alpha2.ManagedResourceStatus
 		obj  *unstructured.Unstructured
 		rank int
 	}
@@ -248,56 +255,67 @@ func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resour
 			if meta.IsNoMatchError(err) {
 				continue // the kind is gone, so are its objects
 			}
-			return false, classify("status.providerStatus.managedResources", obj, "mapping", err)
+			// Nothing was deleted: all of them are left.
+			return slices.DeleteFunc(slices.Clone(resources), func(r manifestv1alpha2.ManagedResourceStatus) bool { return !deletable(r.Policy) }),
+				false, classify("status.providerStatus.managedResources", obj, "mapping", err)
 		}
-		items = append(items, item{obj: obj, rank: rank(obj.GroupVersionKind().GroupKind(), ns)})
+		items = append(items, item{res: r, obj: obj, rank: rank(obj.GroupVersionKind().GroupKind(), ns)})
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].rank > items[j].rank })
+	rest := func(from []item) []manifestv1alpha2.ManagedResourceStatus {
+		for _, it := range from {
+			left = append(left, it.res)
+		}
+		return left
+	}
 	for len(items) > 0 {
 		group := items[0].rank
 		waiting := false
 		for len(items) > 0 && items[0].rank == group {
-			obj := items[0].obj
-			items = items[1:]
+			it := items[0]
+			obj := it.obj
 			cur := &unstructured.Unstructured{}
 			cur.SetGroupVersionKind(obj.GroupVersionKind())
 			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 				if apierrors.IsNotFound(err) {
+					items = items[1:]
 					continue
 				}
-				return false, classify("status.providerStatus.managedResources", obj, "reading", err)
+				return rest(items), false, classify("status.providerStatus.managedResources", obj, "reading", err)
 			}
 			if cur.GetDeletionTimestamp() != nil {
+				// Deleted before: while still held, the next group waits for
+				// it as it did when the deletion was issued.
+				if hasFinalizers(cur) {
+					waiting = true
+					left = append(left, it.res)
+				}
+				items = items[1:]
 				continue
 			}
-			if r := findPolicy(resources, obj); r == manifestv1alpha2.FallbackPolicy && !owns(cur, d.fieldOwner) {
+			if it.res.Policy == manifestv1alpha2.FallbackPolicy && !owns(cur, d.fieldOwner) {
+				items = items[1:]
 				continue
 			}
 			if err := c.Delete(ctx, cur, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
-				return false, classify("status.providerStatus.managedResources", obj, "deleting", err)
+				return rest(items), false, classify("status.providerStatus.managedResources", obj, "deleting", err)
 			}
-			waiting = waiting || hasFinalizers(cur)
+			if hasFinalizers(cur) {
+				waiting = true
+				left = append(left, it.res)
+			}
+			items = items[1:]
 		}
 		if waiting && len(items) > 0 {
 			// Let this group go before the next one (e.g. the namespace).
-			return false, nil
+			return rest(items), false, nil
 		}
 	}
-	return true, nil
+	return left, true, nil
 }
 
 func hasFinalizers(obj *unstructured.Unstructured) bool {
 	return len(obj.GetFinalizers()) > 0
-}
-
-func findPolicy(resources []manifestv1alpha2.ManagedResourceStatus, obj *unstructured.Unstructured) manifestv1alpha2.ManifestPolicy {
-	i := slices.IndexFunc(resources, func(r manifestv1alpha2.ManagedResourceStatus) bool {
-		return r.Resource.Kind == obj.GetKind() && r.Resource.Name == obj.GetName() && r.Resource.Namespace == obj.GetNamespace() && r.Resource.APIVersion == obj.GetAPIVersion()
-	})
-	if i < 0 {
-		return ""
-	}
-	return resources[i].Policy
 }
 
 // merged is cur followed by the resources of prev that cur lacks.

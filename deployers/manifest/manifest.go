@@ -49,9 +49,12 @@
 // objects, namespaced objects) by server-side apply with the deployer's name
 // as field manager; status.providerStatus.managedResources lists them (in the
 // configuration's apiVersion). Objects that leave the configuration are
-// deleted (policy permitting); deleting the item deletes the managed objects
-// in the reverse order (namespaced objects, then cluster-scoped objects, then
-// CRDs and namespaces), unless the item carries
+// deleted (policy permitting) after a complete apply; while one held by
+// finalizers keeps the next deletion group waiting, the job stays Progressing
+// (until the item's timeout) and what is not gone yet stays listed beside the
+// applied objects, as it does when a deletion fails. Deleting the item
+// deletes the managed objects in the reverse order (namespaced objects, then
+// cluster-scoped objects, then CRDs and namespaces), unless the item carries
 // landscaper.gardener.cloud/delete-without-uninstall: "true".
 //
 // Exports are written to the Secret "<item>-export" (key "export", a JSON
@@ -65,6 +68,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -75,6 +80,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
@@ -195,18 +201,43 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	if gone := dropped(prev, managed); len(gone) > 0 {
 		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
-		_, err := d.deleteResources(sctx, c, gone)
-		tracing.EndStep(span, err)
+		left, done, delErr := d.deleteResources(sctx, c, gone)
+		tracing.EndStep(span, delErr)
+		// What is not gone yet stays recorded beside what was applied: on a
+		// failed or unfinished deletion the next reconcile (or the item's
+		// deletion) must still find both.
+		ps, err := providerStatus(cfg.version, append(slices.Clone(managed), left...))
+		if err != nil {
+			return lib.Result{}, errors.Join(delErr, err)
+		}
+		di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
+		if delErr != nil {
+			return lib.Result{}, delErr
+		}
+		if !done {
+			// An object held by finalizers blocks the next deletion group
+			// (e.g. its namespace); nothing tells us when they are removed
+			// on the target, so look again, backing off like readiness.
+			msg := "waiting for objects dropped from the configuration to be deleted: " + refList(left)
+			if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+				return lib.Result{}, &lib.Error{Reason: ReasonDeleteFailed, Message: "not done within the timeout: " + msg,
+					Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}, Permanent: true}
+			}
+			req.Log.Info("objects that left the configuration are still being deleted", "left", len(left))
+			wait := waitInterval(di)
+			if !req.Deadline.IsZero() {
+				wait = min(wait, max(time.Until(req.Deadline), 100*time.Millisecond))
+			}
+			return lib.PendingFor(wait, msg), nil
+		}
+		req.Log.Info("deleted objects that left the configuration", "count", len(gone))
+	} else {
+		ps, err := providerStatus(cfg.version, managed)
 		if err != nil {
 			return lib.Result{}, err
 		}
-		req.Log.Info("deleted objects that left the configuration", "count", len(gone))
+		di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
 	}
-	ps, err := providerStatus(cfg.version, managed)
-	if err != nil {
-		return lib.Result{}, err
-	}
-	di.Status.ProviderStatus = &runtime.RawExtension{Raw: ps}
 
 	sctx, span = tracing.StartStep(ctx, tracer(), lib.Kind, "CheckReadiness")
 	notReady, err := d.checkReadiness(sctx, c, cfg, applied)
@@ -252,6 +283,20 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	return lib.Result{Message: fmt.Sprintf("%d objects applied and ready", len(managed))}, nil
 }
 
+// refList names the first few resources of rs, for messages.
+func refList(rs []manifestv1alpha2.ManagedResourceStatus) string {
+	const most = 3
+	names := make([]string, 0, most)
+	for _, r := range rs[:min(len(rs), most)] {
+		names = append(names, refString(r.Resource))
+	}
+	out := strings.Join(names, ", ")
+	if len(rs) > most {
+		out += fmt.Sprintf(" and %d more", len(rs)-most)
+	}
+	return out
+}
+
 func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	return d.Reconcile(ctx, req)
 }
@@ -259,6 +304,17 @@ func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Re
 // Abort has nothing to stop: applying is synchronous within a reconcile, and
 // what was applied stays (it is removed when the item is deleted).
 func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
+
+// NothingToUninstall (lib.UninstallChecker): the item has no managed objects
+// recorded. A failed first apply records an empty list, which the library's
+// default (an empty providerStatus) would take for something installed, and
+// then an item whose Target is gone could never be deleted; Delete itself
+// needs no Target for such an item either.
+func (d *deployer) NothingToUninstall(di *lsv1alpha1.DeployItem) bool {
+	return len(previousResources(di)) == 0
+}
+
+var _ lib.UninstallChecker = (*deployer)(nil)
 
 func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	di := req.Item
@@ -269,7 +325,7 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 			return lib.Result{}, err
 		}
 		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
-		done, err := d.deleteResources(sctx, c, prev)
+		_, done, err := d.deleteResources(sctx, c, prev)
 		tracing.EndStep(span, err)
 		if err != nil {
 			return lib.Result{}, err

@@ -234,9 +234,9 @@ func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *co
 	return "", nil
 }
 
-// exports reads the configured exports from the target cluster. A path that
-// does not exist yet (e.g. a load balancer's address) makes it wait: pending
-// names what is missing.
+// exports reads the configured exports from the target cluster. An object or
+// a path that does not exist yet (e.g. a Secret an operator generates, a load
+// balancer's address) makes it wait: pending names what is missing.
 func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (data []byte, pending string, err error) {
 	if cfg.spec.Exports == nil || len(cfg.spec.Exports.Exports) == 0 {
 		return nil, "", nil
@@ -253,7 +253,12 @@ func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (
 		cur.SetKind(r.Kind)
 		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, "", lib.ConfigError(ReasonExportFailed, "%s.fromResource: %s not found on the target cluster", field, refString(r))
+				// Like a missing value: somebody (an operator, a controller)
+				// may create it later; the item's timeout bounds the wait.
+				if ownManifest(cfg, r) {
+					return nil, fmt.Sprintf("export %q: %s, one of this item's manifests, is missing on the target cluster", e.Key, refString(r)), nil
+				}
+				return nil, fmt.Sprintf("export %q: %s does not exist on the target cluster yet", e.Key, refString(r)), nil
 			}
 			return nil, "", classify(field, cur, "reading", err)
 		}
@@ -268,4 +273,15 @@ func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (
 	}
 	data, err = json.Marshal(out)
 	return data, "", err
+}
+
+// ownManifest reports whether r names one of the objects cfg applies (apply
+// has resolved their namespaces).
+func ownManifest(cfg *config, r manifestv1alpha2.TypedObjectReference) bool {
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	return slices.ContainsFunc(cfg.objects, func(m manifestEntry) bool {
+		gvk := m.obj.GroupVersionKind()
+		return m.policy != manifestv1alpha2.IgnorePolicy && gvk.Group == gv.Group && gvk.Kind == r.Kind &&
+			m.obj.GetName() == r.Name && m.obj.GetNamespace() == r.Namespace
+	})
 }

@@ -23,7 +23,11 @@
 // apply) the Secret "<item name>-export" in the item's namespace, owned by the
 // item, and points status.exportRef{name,namespace} at it. The Secret's key
 // "export" (ExportKey) holds the export as JSON (which is also YAML). The
-// Secret is deleted with the item (unless delete-without-uninstall is set).
+// Secret is deleted with the item (unless delete-without-uninstall is set),
+// also when the item's Target has gone missing: the mock installs nothing on
+// targets. A Secret of that name that the item did not write (it lacks the
+// label lib.ExportOwnerLabel) is never taken over or deleted: the job fails
+// with reason ExportSecretConflict instead.
 //
 // # Phase Failed
 //
@@ -182,6 +186,12 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 	}
 	return lib.Done(), nil
 }
+
+// NothingToUninstall (lib.UninstallChecker): the mock installs nothing on
+// any target (its provider status is only what the configuration asks
+// for), so an item whose Target went missing is deleted all the same; the
+// library removes its export Secret.
+func (d *deployer) NothingToUninstall(*lsv1alpha1.DeployItem) bool { return true }
 
 // Abort has nothing to clean up: the mock changes nothing outside the item.
 func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }

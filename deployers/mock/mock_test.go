@@ -320,6 +320,27 @@ func TestDeletion(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep-export"}, &corev1.Secret{})).To(Succeed())
 }
 
+// TestDeletionAfterTargetWentMissing: the mock installs nothing on its
+// Target, so an item whose Target was deleted after its job (provider status
+// and export written) is deleted all the same, export Secret included.
+func TestDeletionAfterTargetWentMissing(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	target := &lsv1alpha1.Target{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: ns}, Spec: lsv1alpha1.TargetSpec{Type: "example.org/any"}}
+	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
+	di := item(ns, "lost", `{`+header+`,"providerStatus":{"apiVersion":"example.org/v1","kind":"Status","answer":42},"export":{"a":1}}`)
+	di.Spec.Target = &lsv1alpha1.ObjectReference{Name: "t"}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+	g.Expect(env.Client.Delete(ctx, target)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}))
+	}, timeout, interval).Should(BeTrue())
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lost-export"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "lost-export: %v", err)
+}
+
 func TestOtherTypesUntouched(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
