@@ -84,6 +84,8 @@ type behaviour struct {
 	// report unfinished work.
 	deleteFail    error
 	deletePending bool
+	// onDelete, when set, runs at the start of Delete.
+	onDelete func(req *lib.Request)
 	// export, when set, makes Reconcile write it to the export Secret
 	// (lib.WriteExport) and Delete remove that (lib.DeleteExport).
 	export []byte
@@ -184,6 +186,9 @@ func (r *recorder) call(op string, req *lib.Request) (lib.Result, error) {
 		}
 	}
 	if op == "Delete" {
+		if b.onDelete != nil {
+			b.onDelete(req)
+		}
 		if b.deleteFail != nil {
 			return lib.Result{}, b.deleteFail
 		}

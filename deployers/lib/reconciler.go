@@ -65,8 +65,12 @@ type Reconciler struct {
 	deployer Deployer
 	hooks    extension.ReconcileExtensionHooks
 	// items is the informer cache holding only items of opts.Type.
-	items    cache.Cache
-	client   client.Client
+	items  cache.Cache
+	client client.Client
+	// reader reads from the API server, uncached: only on rare paths (the
+	// installed-state record of a status write that conflicted, see
+	// keepRecord), so the manager's cache never holds deploy items.
+	reader   client.Reader
 	recorder recorder.EventRecorder
 	now      func() time.Time
 	// metrics records the shared job and phase metrics (kind DeployItem).
@@ -148,6 +152,7 @@ func New(mgr ctrl.Manager, d Deployer, opts Options) (*Reconciler, error) {
 		hooks:    hooks,
 		items:    items,
 		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorder(opts.Name),
 		now:      time.Now,
 		metrics:  metrics.For(Kind),
