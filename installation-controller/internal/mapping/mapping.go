@@ -5,6 +5,7 @@
 package mapping
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -56,7 +57,9 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 	}
 	env, err := cel.NewEnv(
 		cel.Variable(varName, cel.MapType(cel.StringType, cel.DynType)),
-		ext.Strings(), ext.Encoders(), ext.Lists(), ext.Sets(), ext.Math(),
+		ext.Strings(), ext.Encoders(), ext.Lists(ext.ListsMaxRangeSize(MaxListLen)), ext.Sets(), ext.Math(),
+		// After ext.Strings: replaces its join and replace (see limits.go).
+		boundedStrings(),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment: %w", err)
@@ -74,11 +77,11 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 		if iss != nil && iss.Err() != nil {
 			return nil, &Error{Name: name, Expression: expr, Cause: iss.Err().Error()}
 		}
-		prg, err := env.Program(ast)
+		prg, err := env.Program(ast, programOptions()...)
 		if err != nil {
 			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
 		}
-		val, _, err := prg.Eval(input)
+		val, err := eval(prg, input)
 		if err != nil {
 			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
 		}
@@ -89,6 +92,17 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 		out[name] = v
 	}
 	return out, nil
+}
+
+// timeout is Timeout; tests shorten it.
+var timeout = Timeout
+
+// eval runs prg within the timeout.
+func eval(prg cel.Program, input map[string]any) (ref.Val, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	val, _, err := prg.ContextEval(ctx, input)
+	return val, err
 }
 
 // toCEL makes JSON-decoded numbers that are whole into int64, so `x + 1`

@@ -65,7 +65,9 @@ func (e *Error) Error() string {
 // environment; templates do not get them.
 var hostFuncs = []string{"env", "expandenv"}
 
-// Funcs returns the functions templates can call.
+// Funcs returns the functions templates can call: sprig's, without those
+// reading the host environment and with size limits on those that can
+// allocate without bound (see limits.go), plus toYaml and fromYaml.
 func Funcs() template.FuncMap {
 	f := sprig.TxtFuncMap()
 	// Whoever may create an Installation must not read the controller's
@@ -73,6 +75,7 @@ func Funcs() template.FuncMap {
 	for _, name := range hostFuncs {
 		delete(f, name)
 	}
+	bound(f)
 	f["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		if err != nil {
@@ -115,7 +118,7 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 		return nil, fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, values); err != nil {
+	if err := t.Execute(&limitedWriter{w: &buf, left: MaxOutputBytes}, values); err != nil {
 		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
 	}
 	out := map[string]any{}

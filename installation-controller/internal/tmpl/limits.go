@@ -1,0 +1,233 @@
+package tmpl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+)
+
+// Limits on what one template may allocate. A template is user input and runs
+// inside the controller: sprig's repeat, until, rand* and friends allocate in
+// proportion to a number the template chooses, and an allocation the runtime
+// cannot satisfy is a fatal "out of memory" that no recover catches, which
+// would crash-loop the controller for every namespace. The functions below
+// check the size first and fail the render (a TemplateFailed condition on the
+// one Installation) instead.
+const (
+	// MaxStringBytes is the longest string a size-generating function
+	// (repeat, indent, nindent, replace, wrap, wrapWith, join, cat, seq,
+	// randAlpha, randAlphaNum, randAscii, randNumeric, randBytes) may return.
+	MaxStringBytes = 1 << 20
+	// MaxListLen is the longest list until and untilStep may return.
+	MaxListLen = 10000
+	// MaxOutputBytes is the most a template may render.
+	MaxOutputBytes = 4 << 20
+)
+
+// errOutputTooLarge is returned by limitedWriter once the output is full.
+var errOutputTooLarge = fmt.Errorf("template output exceeds %d bytes", MaxOutputBytes)
+
+// limitedWriter fails writes beyond its limit, which aborts the render:
+// text/template stops at the first write error.
+type limitedWriter struct {
+	w    io.Writer
+	left int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if len(p) > l.left {
+		return 0, errOutputTooLarge
+	}
+	l.left -= len(p)
+	return l.w.Write(p)
+}
+
+func tooLong(fn string, n int64) error {
+	return fmt.Errorf("%s would return %d bytes, more than the limit of %d", fn, n, MaxStringBytes)
+}
+
+func checkLen(fn string, n int64) error {
+	if n > MaxStringBytes {
+		return tooLong(fn, n)
+	}
+	return nil
+}
+
+// sat multiplies non-negative a and b, saturating instead of overflowing so a
+// huge count cannot wrap around to a small size.
+func sat(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > (1<<62)/b {
+		return 1 << 62
+	}
+	return a * b
+}
+
+// listLen is the number of elements untilStep(start, stop, step) returns,
+// computed without building the list (saturated like sat).
+func listLen(start, stop, step int) int64 {
+	switch {
+	case stop < start && step < 0:
+		return (int64(start) - int64(stop) + int64(-step) - 1) / int64(-step)
+	case stop > start && step > 0:
+		return (int64(stop) - int64(start) + int64(step) - 1) / int64(step)
+	}
+	return 0
+}
+
+func checkList(fn string, n int64) error {
+	if n > MaxListLen {
+		return fmt.Errorf("%s would return %d elements, more than the limit of %d", fn, n, MaxListLen)
+	}
+	return nil
+}
+
+// bound replaces, in f, every sprig function whose result can grow beyond
+// its arguments' size with one that checks the size first.
+func bound(f template.FuncMap) {
+	untilStep := f["untilStep"].(func(start, stop, step int) []int)
+	seq := f["seq"].(func(params ...int) string)
+	rnd := func(name string) {
+		orig := f[name].(func(int) string)
+		f[name] = func(count int) (string, error) {
+			if err := checkLen(name, int64(count)); err != nil {
+				return "", err
+			}
+			return orig(count), nil
+		}
+	}
+	for _, name := range []string{"randAlphaNum", "randAlpha", "randAscii", "randNumeric"} {
+		rnd(name)
+	}
+	randBytes := f["randBytes"].(func(int) (string, error))
+	f["randBytes"] = func(count int) (string, error) {
+		// base64 makes 4 bytes of every 3.
+		if err := checkLen("randBytes", sat(int64(count), 4)/3); err != nil {
+			return "", err
+		}
+		return randBytes(count)
+	}
+	f["repeat"] = func(count int, s string) (string, error) {
+		if count < 0 {
+			return "", errors.New("repeat: negative count")
+		}
+		if err := checkLen("repeat", sat(int64(count), int64(len(s)))); err != nil {
+			return "", err
+		}
+		return strings.Repeat(s, count), nil
+	}
+	f["until"] = func(count int) ([]int, error) {
+		step := 1
+		if count < 0 {
+			step = -1
+		}
+		if err := checkList("until", listLen(0, count, step)); err != nil {
+			return nil, err
+		}
+		return untilStep(0, count, step), nil
+	}
+	f["untilStep"] = func(start, stop, step int) ([]int, error) {
+		if err := checkList("untilStep", listLen(start, stop, step)); err != nil {
+			return nil, err
+		}
+		return untilStep(start, stop, step), nil
+	}
+	f["seq"] = func(params ...int) (string, error) {
+		// seq's forms: (end) from 1, (start end), (start step end); it
+		// counts towards end inclusive, one number per up to 20 bytes.
+		var start, step, end = 1, 1, 0
+		switch len(params) {
+		case 1:
+			end = params[0]
+		case 2:
+			start, end = params[0], params[1]
+		case 3:
+			start, step, end = params[0], params[1], params[2]
+		}
+		if len(params) != 3 && end < start {
+			step = -1
+		}
+		n := listLen(start, end, step) + 1
+		if err := checkLen("seq", sat(n, 21)); err != nil {
+			return "", err
+		}
+		return seq(params...), nil
+	}
+	indentLen := func(spaces int, v string) int64 {
+		return int64(len(v)) + sat(int64(spaces), int64(strings.Count(v, "\n")+1))
+	}
+	f["indent"] = func(spaces int, v string) (string, error) {
+		if err := checkLen("indent", indentLen(spaces, v)); err != nil {
+			return "", err
+		}
+		pad := strings.Repeat(" ", max(spaces, 0))
+		return pad + strings.ReplaceAll(v, "\n", "\n"+pad), nil
+	}
+	f["nindent"] = func(spaces int, v string) (string, error) {
+		if err := checkLen("nindent", indentLen(spaces, v)+1); err != nil {
+			return "", err
+		}
+		pad := strings.Repeat(" ", max(spaces, 0))
+		return "\n" + pad + strings.ReplaceAll(v, "\n", "\n"+pad), nil
+	}
+	f["replace"] = func(old, repl, src string) (string, error) {
+		n := int64(strings.Count(src, old))
+		if err := checkLen("replace", int64(len(src))+sat(n, int64(len(repl)))); err != nil {
+			return "", err
+		}
+		return strings.ReplaceAll(src, old, repl), nil
+	}
+	wrapWith := f["wrapWith"].(func(int, string, string) string)
+	wrapLen := func(l int, sep, str string) int64 {
+		return int64(len(str)) + sat(int64(len(str))/int64(max(l, 1))+1, int64(len(sep)))
+	}
+	f["wrapWith"] = func(l int, sep, str string) (string, error) {
+		if err := checkLen("wrapWith", wrapLen(l, sep, str)); err != nil {
+			return "", err
+		}
+		return wrapWith(l, sep, str), nil
+	}
+	wrap := f["wrap"].(func(int, string) string)
+	f["wrap"] = func(l int, str string) (string, error) {
+		if err := checkLen("wrap", wrapLen(l, "\n", str)); err != nil {
+			return "", err
+		}
+		return wrap(l, str), nil
+	}
+	toStrings := f["toStrings"].(func(any) []string)
+	f["join"] = func(sep string, v any) (string, error) {
+		parts := toStrings(v)
+		var n int64
+		for _, p := range parts {
+			n += int64(len(p)) + int64(len(sep))
+			if err := checkLen("join", n); err != nil {
+				return "", err
+			}
+		}
+		return strings.Join(parts, sep), nil
+	}
+	f["cat"] = func(v ...any) (string, error) {
+		// Re-implements sprig's cat (non-nil values, space separated)
+		// so that the size is checked as it grows; a template doubling a
+		// string in a loop would otherwise reach any size.
+		var b strings.Builder
+		for _, x := range v {
+			if x == nil {
+				continue
+			}
+			s := fmt.Sprint(x)
+			if err := checkLen("cat", int64(b.Len()+len(s)+1)); err != nil {
+				return "", err
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(s)
+		}
+		return b.String(), nil
+	}
+}
