@@ -187,12 +187,6 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 	return lib.Done(), nil
 }
 
-// NothingToUninstall (lib.UninstallChecker): the mock installs nothing on
-// any target (its provider status is only what the configuration asks
-// for), so an item whose Target went missing is deleted all the same; the
-// library removes its export Secret.
-func (d *deployer) NothingToUninstall(*lsv1alpha1.DeployItem) bool { return true }
-
 // Abort has nothing to clean up: the mock changes nothing outside the item.
 func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
 

@@ -328,17 +328,30 @@ func TestDeletionAfterTargetWentMissing(t *testing.T) {
 	ctx := context.Background()
 	target := &lsv1alpha1.Target{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: ns}, Spec: lsv1alpha1.TargetSpec{Type: "example.org/any"}}
 	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
-	di := item(ns, "lost", `{`+header+`,"providerStatus":{"apiVersion":"example.org/v1","kind":"Status","answer":42},"export":{"a":1}}`)
-	di.Spec.Target = &lsv1alpha1.ObjectReference{Name: "t"}
-	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
-	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+	// "nothing" records no provider status: it stands for an item that
+	// installed nothing. "installed" records one, as a deployer does for
+	// what it installed on the target.
+	nothing := item(ns, "nothing", `{`+header+`,"export":{"a":1}}`)
+	installed := item(ns, "installed", `{`+header+`,"providerStatus":{"apiVersion":"example.org/v1","kind":"Status","answer":42}}`)
+	for _, di := range []*lsv1alpha1.DeployItem{nothing, installed} {
+		di.Spec.Target = &lsv1alpha1.ObjectReference{Name: "t"}
+		g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+		g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+	}
 	g.Expect(env.Client.Delete(ctx, target)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, nothing)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, installed)).To(Succeed())
+
+	// Nothing installed: deleted without its Target, export Secret and all.
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nothing), &lsv1alpha1.DeployItem{}))
 	}, timeout, interval).Should(BeTrue())
-	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lost-export"}, &corev1.Secret{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "lost-export: %v", err)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nothing-export"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing-export: %v", err)
+	// Something installed: its uninstall needs the Target, so the deletion
+	// fails (and keeps the finalizer) rather than leave it behind.
+	g.Eventually(get(g, installed), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), HaveField("Status.LastError.Operation", "Delete"),
+		HaveField("Status.LastError.Reason", lib.ReasonTargetNotFound)))
 }
 
 func TestOtherTypesUntouched(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -496,12 +497,21 @@ func TestDeleteFailedThenDeleteWithoutUninstall(t *testing.T) {
 
 	// base waits for broken (which depends on it) to be deleted: a deletion
 	// that fails for good must fail the execution's deletion, not leave base
-	// waiting for ever.
-	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{}, "base")
-	broken.Target = &lsv1alpha1.ObjectReference{Name: "missing"}
+	// waiting for ever. broken records something installed (a provider
+	// status) on a Target that then goes, so its uninstall cannot run (an
+	// item that installed nothing is deleted without its Target).
+	target := &lsv1alpha1.Target{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}, Spec: lsv1alpha1.TargetSpec{Type: "test/any"}}
+	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
+	installed := &runtime.RawExtension{Raw: []byte(`{"apiVersion":"example.org/v1","kind":"Installed"}`)}
+	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{ProviderStatus: installed}, "base")
+	broken.Target = &lsv1alpha1.ObjectReference{Name: "cluster"}
 	exec := newExecution(ns, "undeletable", mockItem("base", mockv1alpha1.ProviderConfiguration{}), broken)
 	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
-	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, target)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(target), &lsv1alpha1.Target{}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
 
 	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -142,6 +142,9 @@ func TestOrphansDeleteFailedFailParent(t *testing.T) {
       config:
         apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
         kind: ProviderConfiguration
+        providerStatus:
+          apiVersion: example.org/v1
+          kind: Installed
 `,
 	}
 	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -178,9 +179,11 @@ func TestDeleteIgnoreSuccessors(t *testing.T) {
 	g.Expect(gone(getInst(ns, "s"))()).To(BeFalse())
 }
 
-// brokenTargetFS renders an item whose Target does not exist: its
-// installation fails, and so does its uninstall.
-func brokenTargetFS() map[string]string {
+// installedItemFS renders a mock item on Target "cluster" that records a
+// provider status, as a deployer records what it installed: once the Target
+// is gone its uninstall fails (an item that installed nothing is deleted
+// without its Target).
+func installedItemFS() map[string]string {
 	return map[string]string{"blueprint.yaml": `deployExecutions:
 - name: default
   type: GoTemplate
@@ -189,28 +192,44 @@ func brokenTargetFS() map[string]string {
     - name: item
       type: landscaper.gardener.cloud/mock
       target:
-        name: later
+        name: cluster
       config:
         apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
         kind: ProviderConfiguration
+        providerStatus:
+          apiVersion: example.org/v1
+          kind: Installed
 `}
+}
+
+// rootWhoseTargetWent creates root (with annotations) from installedItemFS,
+// waits for its job to succeed, deletes the Target, then deletes root: the
+// uninstall of its item now fails for want of the Target.
+func rootWhoseTargetWent(g Gomega, ns string, annotations ...string) {
+	ctx := context.Background()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	create(g, newInstallation(ns, "root", installedItemFS(), append(reconcileAnnotation, annotations...)...))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster")})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster"}, &lsv1alpha1.Target{}))
+	}, timeout, interval).Should(BeTrue())
+	inst, _ := getInst(ns, "root")()
+	g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
 }
 
 // A failed deletion ends DeleteFailed; the reconcile annotation retries it.
 func TestDeleteFailedAndRetry(t *testing.T) {
 	ns, g := setup(t)
-	create(g, newInstallation(ns, "root", brokenTargetFS(), reconcileAnnotation...))
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseFailed))
-	inst, _ := getInst(ns, "root")()
-	g.Expect(env.Client.Delete(context.Background(), inst)).To(Succeed())
+	rootWhoseTargetWent(g, ns)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseDeleteFailed),
 		HaveField("Status.LastError.Reason", "SubObjectsDeleteFailed")))
 	failedJob := func() string { i, _ := getInst(ns, "root")(); return i.Status.JobID }()
 	// Stays DeleteFailed without a request.
 	g.Consistently(getInst(ns, "root"), "1s", interval).Should(HaveField("Status.JobID", failedJob))
 	// Fix the cause, then retry.
-	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "later"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
-	inst, _ = getInst(ns, "root")()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	inst, _ := getInst(ns, "root")()
 	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
 	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
 }
@@ -219,10 +238,7 @@ func TestDeleteFailedAndRetry(t *testing.T) {
 // uninstall would fail goes anyway.
 func TestDeleteWithoutUninstall(t *testing.T) {
 	ns, g := setup(t)
-	create(g, newInstallation(ns, "root", brokenTargetFS(), append(reconcileAnnotation, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")...))
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseFailed))
-	inst, _ := getInst(ns, "root")()
-	g.Expect(env.Client.Delete(context.Background(), inst)).To(Succeed())
+	rootWhoseTargetWent(g, ns, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")
 	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
 	items := &lsv1alpha1.DeployItemList{}
 	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
