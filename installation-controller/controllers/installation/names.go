@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 )
 
 // Labels and annotations on the DataObjects and Targets this controller writes.
@@ -68,13 +69,13 @@ func ScopedName(ctx, ref string) string {
 	if len(validation.IsDNS1123Subdomain(n)) == 0 {
 		return n
 	}
-	return shorten("ctx-"+hash(n)[:16]+"-"+sanitize(ref), validation.DNS1123SubdomainMaxLength)
+	return shorten("ctx-"+hash(n)[:16]+"-"+blueprint.SanitizeName(ref), validation.DNS1123SubdomainMaxLength)
 }
 
 // SubInstallationName is the deterministic object name of a sub-installation:
 // creation is idempotent and a restarted controller never creates twice.
 func SubInstallationName(parent, template string) string {
-	return shorten(parent+"-"+sanitize(template), validation.DNS1123SubdomainMaxLength)
+	return shorten(parent+"-"+blueprint.SanitizeName(template), validation.DNS1123SubdomainMaxLength)
 }
 
 // labelValue turns a name into a valid label value (hashing when needed).
@@ -82,20 +83,7 @@ func labelValue(s string) string {
 	if len(validation.IsValidLabelValue(s)) == 0 {
 		return s
 	}
-	return strings.Trim(shorten(sanitize(s), validation.LabelValueMaxLength), ".-_")
-}
-
-func sanitize(s string) string {
-	s = strings.ToLower(s)
-	var b strings.Builder
-	for _, r := range s {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('-')
-		}
-	}
-	return strings.Trim(b.String(), "-.")
+	return strings.Trim(shorten(blueprint.SanitizeName(s), validation.LabelValueMaxLength), ".-_")
 }
 
 func shorten(s string, maxLen int) string {

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -137,6 +139,10 @@ func (r *Reconciler) listByIndex(ctx context.Context, ns, index string, keys []s
 	return out, nil
 }
 
+// ReasonExportConflict fails a job whose export or context copy names a
+// DataObject or Target that exists but belongs to someone else.
+const ReasonExportConflict = "ExportConflict"
+
 // writeContextImports writes the installation's imports into its own context
 // (DataObjects and Targets named "<installation>.<import>") for its
 // sub-installations.
@@ -145,85 +151,200 @@ func (r *Reconciler) writeContextImports(ctx context.Context, inst *lsv1alpha1.I
 		if _, isTarget := im.targets[name]; isTarget {
 			continue
 		}
-		if err := r.writeDataObject(ctx, inst, inst.Name, name, v); err != nil {
+		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid}
+		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
 			return err
 		}
 	}
 	for name, t := range im.targets {
-		if err := r.writeTarget(ctx, inst, inst.Name, name, t.Spec); err != nil {
+		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of target import %q", name), invalid: ReasonImportInvalid}
+		if err := r.writeTarget(ctx, inst, w, t.Spec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeDataObject creates or updates the DataObject for ref in context scope
-// (scope "" for a root's exports), owned by inst; no write when unchanged.
-func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Installation, scope, ref string, value any) error {
+// contextWrite says which DataObject or Target an export or context copy
+// writes: value ref in context scope (scope "" for a root's exports), what
+// it is (for messages) and the reason when the API server refuses it.
+type contextWrite struct {
+	scope, ref, what, invalid string
+}
+
+// checkName refuses, before any request, a name the API server would
+// refuse (Invalid): retrying would never help.
+func (w contextWrite) checkName(kind, name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fatalf(w.invalid, lsv1alpha1.ErrorConfigurationProblem, "%s: %q is not a valid %s name: %s", w.what, name, kind, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// writeError classifies a failed create or update: the API server refusing
+// the object (Invalid) never goes away by retrying; the rest is retried
+// (AlreadyExists included: the next attempt reads the object and decides
+// by its owner).
+func (w contextWrite) writeError(op, kind, name string, err error) error {
+	if apierrors.IsInvalid(err) {
+		return fatal(w.invalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("%s: the API server refuses %s %s: %w", w.what, kind, name, err))
+	}
+	return fmt.Errorf("%s %s %s: %w", op, kind, name, err)
+}
+
+// claim decides whether inst may write the existing obj and makes inst its
+// controller. An export or context copy belongs to the installation that
+// writes it (for a sub-installation's export: the sub-installation, so two
+// siblings exporting one name conflict): anything else (a user's object,
+// another installation's) is never overwritten nor adopted, which would hand
+// its content and its life (garbage collection with the owner) to inst.
+// Objects written before exports had a controller carry inst as their only
+// kind of owner (a plain owner reference): those are ours and get inst as
+// controller, never a second owner.
+func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, kind string, obj client.Object) error {
+	ctrl := metav1.GetControllerOf(obj)
+	switch {
+	case ctrl != nil && ctrl.UID == inst.UID:
+		return nil
+	case ctrl != nil && isInstallationRef(*ctrl, inst.Name), ctrl == nil && hasOwner(obj, inst):
+		// Ours from before: an earlier incarnation of this installation
+		// (same name, deleted and created again: garbage collection has not
+		// caught up), or a plain owner reference from before exports had a
+		// controller. The reference to inst replaces it.
+		return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
+	}
+	// An object on its way out (deleted, or its controlling installation
+	// gone and garbage collection about to delete it) frees the name: retry.
+	// Only this rare path reads more (from the cache).
+	if obj.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("%s: %s %s is being deleted; waiting to write it anew", w.what, kind, obj.GetName())
+	}
+	if ctrl != nil && isInstallationRef(*ctrl, ctrl.Name) {
+		owner := &lsv1alpha1.Installation{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ctrl.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && owner.UID != ctrl.UID):
+			return fmt.Errorf("%s: %s %s belongs to installation %s, which is gone; waiting for garbage collection to delete it", w.what, kind, obj.GetName(), ctrl.Name)
+		case err != nil:
+			return fmt.Errorf("reading installation %s, owner of %s %s: %w", ctrl.Name, kind, obj.GetName(), err)
+		}
+	}
+	return fatalf(ReasonExportConflict, lsv1alpha1.ErrorConfigurationProblem,
+		"%s: %s %s/%s exists and %s; it is left untouched (export to another name or remove that object)",
+		w.what, kind, obj.GetNamespace(), obj.GetName(), ownerDescription(obj))
+}
+
+// hasOwner reports whether owner (or an earlier incarnation of the same
+// name) is among obj's owner references.
+func hasOwner(obj client.Object, owner *lsv1alpha1.Installation) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.UID || isInstallationRef(ref, owner.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// isInstallationRef reports whether ref names the installation called name
+// (in the object's namespace: owner references never cross namespaces).
+func isInstallationRef(ref metav1.OwnerReference, name string) bool {
+	return ref.Kind == "Installation" && strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") && ref.Name == name
+}
+
+// ownerDescription says who an object belongs to, for conflict messages.
+func ownerDescription(obj client.Object) string {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return fmt.Sprintf("belongs to %s %s", ref.Kind, ref.Name)
+	}
+	refs := obj.GetOwnerReferences()
+	if len(refs) == 0 {
+		return "was not created by Terrace"
+	}
+	names := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		names = append(names, ref.Kind+" "+ref.Name)
+	}
+	return "is owned by " + strings.Join(names, ", ")
+}
+
+// writeDataObject creates or updates the DataObject w names, controlled by
+// inst; no write when unchanged, nor when it belongs to someone else
+// (ExportConflict).
+func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, value any) error {
 	raw, err := json.Marshal(value)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", ref, err)
+		return fmt.Errorf("encoding %s: %w", w.ref, err)
 	}
 	do := &lsv1alpha1.DataObject{}
-	do.Name, do.Namespace = ScopedName(scope, ref), inst.Namespace
+	do.Name, do.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
+	if err := w.checkName("DataObject", do.Name); err != nil {
+		return err
+	}
 	key := client.ObjectKeyFromObject(do)
 	if err := r.Client.Get(ctx, key, do); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
 		do.Data = lsv1alpha1.NewAnyJSON(raw)
-		setContextMeta(do, scope, ref)
-		if err := controllerutil.SetOwnerReference(inst, do, r.Client.Scheme()); err != nil {
+		setContextMeta(do, w.scope, w.ref)
+		if err := controllerutil.SetControllerReference(inst, do, r.Client.Scheme()); err != nil {
 			return err
 		}
 		if err := r.Client.Create(ctx, do, client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("creating DataObject %s: %w", do.Name, err)
+			return w.writeError("creating", "DataObject", do.Name, err)
 		}
 		return nil
 	}
 	before := do.DeepCopy()
-	do.Data = lsv1alpha1.NewAnyJSON(raw)
-	setContextMeta(do, scope, ref)
-	if err := controllerutil.SetOwnerReference(inst, do, r.Client.Scheme()); err != nil {
+	if err := r.claim(ctx, inst, w, "DataObject", do); err != nil {
 		return err
 	}
+	do.Data = lsv1alpha1.NewAnyJSON(raw)
+	setContextMeta(do, w.scope, w.ref)
 	if jsonEqual(before.Data.RawMessage, raw) && equality.Semantic.DeepEqual(before.ObjectMeta, do.ObjectMeta) {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, do, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("updating DataObject %s: %w", do.Name, err)
+	// The resourceVersion precondition keeps the ownership decision true
+	// at the write: an object someone replaced meanwhile is a conflict,
+	// retried with a fresh read.
+	if err := r.Client.Patch(ctx, do, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return w.writeError("updating", "DataObject", do.Name, err)
 	}
 	return nil
 }
 
-func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, scope, ref string, spec lsv1alpha1.TargetSpec) error {
+// writeTarget is writeDataObject for Targets.
+func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, spec lsv1alpha1.TargetSpec) error {
 	t := &lsv1alpha1.Target{}
-	t.Name, t.Namespace = ScopedName(scope, ref), inst.Namespace
+	t.Name, t.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
+	if err := w.checkName("Target", t.Name); err != nil {
+		return err
+	}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
 		t.Spec = spec
-		setContextMeta(t, scope, ref)
-		if err := controllerutil.SetOwnerReference(inst, t, r.Client.Scheme()); err != nil {
+		setContextMeta(t, w.scope, w.ref)
+		if err := controllerutil.SetControllerReference(inst, t, r.Client.Scheme()); err != nil {
 			return err
 		}
 		if err := r.Client.Create(ctx, t, client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("creating Target %s: %w", t.Name, err)
+			return w.writeError("creating", "Target", t.Name, err)
 		}
 		return nil
 	}
 	before := t.DeepCopy()
-	t.Spec = spec
-	setContextMeta(t, scope, ref)
-	if err := controllerutil.SetOwnerReference(inst, t, r.Client.Scheme()); err != nil {
+	if err := r.claim(ctx, inst, w, "Target", t); err != nil {
 		return err
 	}
+	t.Spec = spec
+	setContextMeta(t, w.scope, w.ref)
 	if equality.Semantic.DeepEqual(before, t) {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, t, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("updating Target %s: %w", t.Name, err)
+	if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return w.writeError("updating", "Target", t.Name, err)
 	}
 	return nil
 }
@@ -793,7 +914,8 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 		if !ok {
 			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
 		}
-		if err := r.writeDataObject(ctx, inst, scope, d.DataRef, v); err != nil {
+		w := contextWrite{scope: scope, ref: d.DataRef, what: fmt.Sprintf("export %q (dataRef %q)", d.Name, d.DataRef), invalid: ReasonExportInvalid}
+		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
 			return err
 		}
 	}
@@ -806,7 +928,8 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 		if err != nil {
 			return fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("target export %q: %w", t.Name, err))
 		}
-		if err := r.writeTarget(ctx, inst, scope, t.Target, spec); err != nil {
+		w := contextWrite{scope: scope, ref: t.Target, what: fmt.Sprintf("target export %q (target %q)", t.Name, t.Target), invalid: ReasonExportInvalid}
+		if err := r.writeTarget(ctx, inst, w, spec); err != nil {
 			return err
 		}
 	}

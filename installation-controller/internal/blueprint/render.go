@@ -112,13 +112,15 @@ func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]st
 		if err != nil {
 			return nil, err
 		}
-		var doc struct {
-			DeployItems []renderedItem `json:"deployItems"`
+		list, err := renderedList(ex, out, "deployItems")
+		if err != nil {
+			return nil, err
 		}
-		if err := reencode(out, &doc); err != nil {
-			return nil, fmt.Errorf("execution %q (%s): the rendered document is not a list of deployItems: %w", ex.Name, ex.File, err)
+		var rendered []renderedItem
+		if err := reencode(list, &rendered); err != nil {
+			return nil, fmt.Errorf("execution %q (%s): the rendered deployItems are not deploy items: %w", ex.Name, ex.File, err)
 		}
-		for _, ri := range doc.DeployItems {
+		for _, ri := range rendered {
 			if prev, dup := seen[ri.Name]; dup {
 				return nil, fmt.Errorf("execution %q (%s): deploy item %q is also rendered by execution %q", ex.Name, ex.File, ri.Name, prev)
 			}
@@ -151,7 +153,10 @@ func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]Installat
 		if err != nil {
 			return nil, err
 		}
-		list, _ := doc["subinstallations"].([]any)
+		list, err := renderedList(ex, doc, "subinstallations")
+		if err != nil {
+			return nil, err
+		}
 		for i, raw := range list {
 			m, ok := raw.(map[string]any)
 			if !ok {
@@ -164,14 +169,10 @@ func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]Installat
 			out = append(out, *t)
 		}
 	}
-	seen := map[string]bool{}
-	for _, t := range out {
-		if seen[t.Name] {
-			return nil, fmt.Errorf("subinstallation %q is defined twice", t.Name)
-		}
-		seen[t.Name] = true
-	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if err := b.checkSubinstallations(out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -183,7 +184,10 @@ func (b *Blueprint) RenderExports(values map[string]any) (map[string]any, error)
 		if err != nil {
 			return nil, err
 		}
-		m, _ := doc["exports"].(map[string]any)
+		m, err := renderedMapping(ex, doc, "exports")
+		if err != nil {
+			return nil, err
+		}
 		for k, v := range m {
 			exports[k] = v
 		}
@@ -197,4 +201,70 @@ func reencode(in, out any) error {
 		return err
 	}
 	return json.Unmarshal(data, out)
+}
+
+// renderedList returns the list under key, the only top-level key an
+// execution's rendered document may have. A document that renders empty, or
+// whose key renders empty (a range over nothing), is an empty list. Anything
+// else is an error: reading a mapping, or a misspelled key, as "no items"
+// would make the installation delete every item or sub-installation it has.
+func renderedList(ex Execution, doc map[string]any, key string) ([]any, error) {
+	v, err := renderedValue(ex, doc, key, "a list")
+	if err != nil || v == nil {
+		return nil, err
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, shapeError(ex, key, v, "a list")
+	}
+	return list, nil
+}
+
+// renderedMapping is renderedList for a document whose key holds a mapping.
+func renderedMapping(ex Execution, doc map[string]any, key string) (map[string]any, error) {
+	v, err := renderedValue(ex, doc, key, "a mapping")
+	if err != nil || v == nil {
+		return nil, err
+	}
+	m, ok := normalize(v).(map[string]any)
+	if !ok {
+		return nil, shapeError(ex, key, v, "a mapping")
+	}
+	return m, nil
+}
+
+func renderedValue(ex Execution, doc map[string]any, key, want string) (any, error) {
+	var unknown []string
+	for k := range doc {
+		if k != key {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("execution %q (%s): the rendered document has unknown top-level key(s) %q: it must have only %q (%s)", ex.Name, ex.File, unknown, key, want)
+	}
+	return doc[key], nil
+}
+
+func shapeError(ex Execution, key string, v any, want string) error {
+	return fmt.Errorf("execution %q (%s): the rendered %q is %s, it must be %s", ex.Name, ex.File, key, shapeOf(v), want)
+}
+
+// shapeOf names the YAML shape of a decoded value for error messages.
+func shapeOf(v any) string {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, uint64, float64:
+		return "a number"
+	default:
+		return fmt.Sprintf("a %T", v)
+	}
 }

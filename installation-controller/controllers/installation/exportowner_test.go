@@ -1,0 +1,198 @@
+package installation_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// exportingBlueprint exports data "out" (value v) and target "cl".
+func exportingBlueprint(v string) map[string]string {
+	return map[string]string{"blueprint.yaml": `exports:
+- name: out
+  type: data
+- name: cl
+  type: target
+exportExecutions:
+- name: e
+  type: GoTemplate
+  template: |
+    exports:
+      out: ` + v + `
+      cl:
+        type: landscaper.gardener.cloud/kubernetes-cluster
+        config: {kubeconfig: ` + v + `}
+`}
+}
+
+func warningEvents(ctx context.Context, ns, reason string) func() ([]string, error) {
+	return func() ([]string, error) {
+		evs := &corev1.EventList{}
+		err := env.Client.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"reason": reason})
+		var objs []string
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning {
+				objs = append(objs, e.InvolvedObject.Name)
+			}
+		}
+		return objs, err
+	}
+}
+
+// An export naming a DataObject or Target someone else created fails the
+// job and leaves the object as it was: no new content, no owner reference
+// (which would hand it to garbage collection with the installation).
+func TestExportNeverOverwritesForeignObjects(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "shared"), Data: lsv1alpha1.NewAnyJSON([]byte(`"mine"`))})
+	realConfig := lsv1alpha1.NewAnyJSON([]byte(`{"kubeconfig":"real"}`))
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "prod"), Spec: lsv1alpha1.TargetSpec{Type: lsv1alpha1.KubernetesClusterTargetType, Config: &realConfig}})
+
+	data := newInstallation(ns, "data", exportingBlueprint("attacker"), reconcileAnnotation...)
+	data.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "shared"}}
+	create(g, data)
+	target := newInstallation(ns, "target", exportingBlueprint("attacker"), reconcileAnnotation...)
+	target.Spec.Exports.Targets = []lsv1alpha1.TargetExport{{Name: "cl", Target: "prod"}}
+	create(g, target)
+
+	failsWith(g, ns, "data", "ExportConflict", `export "out" (dataRef "shared")`, "DataObject "+ns+"/shared exists and was not created by Terrace")
+	failsWith(g, ns, "target", "ExportConflict", `target export "cl" (target "prod")`, "Target "+ns+"/prod exists and was not created by Terrace")
+	g.Eventually(warningEvents(ctx, ns, "ExportConflict"), timeout, interval).Should(ContainElements("data", "target"))
+
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"mine"`))
+	g.Expect(do.OwnerReferences).To(BeEmpty())
+	tg := &lsv1alpha1.Target{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, tg)).To(Succeed())
+	g.Expect(tg.Spec.Config.RawMessage).To(MatchJSON(`{"kubeconfig":"real"}`))
+	g.Expect(tg.OwnerReferences).To(BeEmpty())
+}
+
+// A sub-installation exporting into a name of its parent's context that a
+// sibling's export already holds fails: the object belongs to the sibling
+// that wrote it and never gets a second owner. (Two siblings of one
+// template exporting one name are refused statically; here the name moves
+// from one sibling to the other while the first one's object stays.)
+func TestSiblingExportIntoSiblingsObjectConflicts(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	parent := func(aRef, bExports string) map[string]string {
+		child := "exports:\n- name: out\n  type: data\nexportExecutions:\n- name: e\n  type: GoTemplate\n  template: |\n    exports:\n      out: hello\n"
+		return map[string]string{"blueprint.yaml": `subinstallations:
+- name: a
+  blueprint: {dir: child}
+  exports: {data: [{name: out, dataRef: ` + aRef + `}]}
+- name: b
+  blueprint: {dir: child}
+` + bExports, "child/blueprint.yaml": child}
+	}
+	create(g, newInstallation(ns, "root", parent("shared", ""), reconcileAnnotation...))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	a, _ := getInst(ns, "root-a")()
+
+	root, _ := getInst(ns, "root")()
+	first := root.Status.JobID
+	root.Spec.Blueprint.Inline.Filesystem = parent("other", "  exports: {data: [{name: out, dataRef: shared}]}\n")
+	root.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	failsWith(g, ns, "root-b", "ExportConflict", `export "out" (dataRef "shared")`, "DataObject "+ns+"/root.shared exists and belongs to Installation root-a")
+	g.Eventually(warningEvents(ctx, ns, "ExportConflict"), timeout, interval).Should(ContainElement("root-b"))
+
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root.shared"}, do)).To(Succeed())
+	g.Expect(do.OwnerReferences).To(HaveExactElements(And(HaveField("UID", a.UID), HaveField("Controller", HaveValue(BeTrue())))))
+}
+
+// An installation's own exports are its to update: the next job writes the
+// new values. Exports written before exports had a controller owner (a
+// plain owner reference to the installation) are taken over as its own.
+func TestOwnExportsAreUpdated(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	inst := newInstallation(ns, "p", exportingBlueprint("one"))
+	inst.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "p-out"}}
+	inst.Spec.Exports.Targets = []lsv1alpha1.TargetExport{{Name: "cl", Target: "p-cl"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(HaveField("Finalizers", ContainElement(lsv1alpha1.Finalizer)))
+	inst, _ = getInst(ns, "p")()
+	legacy := metav1.OwnerReference{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Installation", Name: "p", UID: inst.UID}
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-out", OwnerReferences: []metav1.OwnerReference{legacy}},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))})
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
+
+	ownedByP := HaveExactElements(And(HaveField("UID", inst.UID), HaveField("Controller", HaveValue(BeTrue()))))
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-out"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"one"`))
+	g.Expect(do.OwnerReferences).To(ownedByP)
+
+	inst, _ = getInst(ns, "p")()
+	first := inst.Status.JobID
+	inst.Spec.Blueprint.Inline.Filesystem = exportingBlueprint("two")
+	inst.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	g.Expect(env.Client.Update(ctx, inst)).To(Succeed())
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-out"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"two"`))
+	g.Expect(do.OwnerReferences).To(ownedByP)
+	tg := &lsv1alpha1.Target{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-cl"}, tg)).To(Succeed())
+	g.Expect(tg.Spec.Config.RawMessage).To(MatchJSON(`{"kubeconfig":"two"}`))
+	g.Expect(tg.OwnerReferences).To(ownedByP)
+}
+
+// An export name the API server refuses never becomes valid: the job
+// fails at once instead of retrying for ever.
+func TestInvalidExportNameFails(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	inst := newInstallation(ns, "p", exportingBlueprint("one"), reconcileAnnotation...)
+	inst.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "Bad_Name"}}
+	create(g, inst)
+	failed := failsWith(g, ns, "p", "ExportInvalid", `export "out" (dataRef "Bad_Name")`, `"Bad_Name" is not a valid DataObject name`)
+	g.Expect(failed.Status.LastError.Codes).To(ContainElement(lsv1alpha1.ErrorConfigurationProblem))
+	// Still deletable.
+	g.Expect(env.Client.Delete(ctx, failed)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "p")), timeout, interval).Should(BeTrue())
+}
+
+// An export whose object belongs to an installation that is gone waits for
+// garbage collection (envtest runs none: the test deletes it) instead of
+// failing, and then writes the object as its own.
+func TestExportWaitsForObjectOfGoneOwner(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	goneOwner := metav1.OwnerReference{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Installation", Name: "old", UID: "00000000-0000-0000-0000-000000000001", Controller: ptrTo(true)}
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-out", OwnerReferences: []metav1.OwnerReference{goneOwner}},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))})
+	inst := newInstallation(ns, "p", exportingBlueprint("new"), reconcileAnnotation...)
+	inst.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "p-out"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(And(
+		HaveField("Status.LastError.Reason", "TransientError"),
+		HaveField("Status.LastError.Message", ContainSubstring("belongs to installation old, which is gone"))),
+		func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
+	i, _ := getInst(ns, "p")()
+	g.Expect(i.Status.JobIDFinished).NotTo(Equal(i.Status.JobID), "waiting does not end the job")
+
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "p-out")})).To(Succeed())
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-out"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"new"`))
+	g.Expect(do.OwnerReferences).To(HaveExactElements(HaveField("UID", i.UID)))
+}
+
+func ptrTo[T any](v T) *T { return &v }
