@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -34,7 +35,19 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	if msg, err := r.checkPredecessors(ctx, inst); err != nil || msg != "" {
+	msg, err := r.checkPredecessors(ctx, inst)
+	if s.interrupted {
+		// Interrupted before this job was handed to any sub-object (or
+		// while waiting for them): nothing else would end the job, and a
+		// deletion waits for it (seed 002: a running job can be
+		// interrupted).
+		why := "the job was interrupted in phase Init"
+		if err == nil && msg != "" {
+			why += " while waiting for " + msg
+		}
+		return outcome{}, fatal(lsv1alpha1.ReasonInterrupted, lsv1alpha1.ErrorInterrupted, errors.New(why))
+	}
+	if err != nil || msg != "" {
 		if err != nil {
 			return outcome{}, err
 		}

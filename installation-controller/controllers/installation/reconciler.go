@@ -295,6 +295,9 @@ type scope struct {
 	// patch that consumes a root's reconcile annotation); when it fails,
 	// nothing more is written by this reconcile.
 	beforeStatus func(context.Context) error
+	// interrupted is set when an interrupt annotation reached a job in
+	// Init: phaseInit ends the job Failed (Interrupted).
+	interrupted bool
 	// replaced collects the resourceVersions of the installation that this
 	// reconcile's writes replaced (writeInst), oldest first.
 	replaced []string
@@ -504,9 +507,19 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, true, err
 		}
 	}
-	if err := s.writeInst(func() error {
-		return patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
-	}); err != nil {
+	removeAnnotation := func(ctx context.Context) error {
+		return s.writeInst(func() error {
+			return patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+		})
+	}
+	if inst := s.inst; inst.Status.Phase == lsv1alpha1.PhaseInit && inst.Status.JobID != inst.Status.JobIDFinished {
+		// A job still in Init (e.g. waiting for its predecessors) has no
+		// unfinished deploy items the interrupt could fail, so it would
+		// never end; phaseInit ends it. The annotation goes only after
+		// that status is written, so the interrupt is never lost.
+		s.interrupted = true
+		s.afterStatus = append(s.afterStatus, removeAnnotation)
+	} else if err := removeAnnotation(ctx); err != nil {
 		return ctrl.Result{}, true, err
 	}
 	r.Recorder.Eventf(s.inst, nil, "Normal", ReasonInterrupted, "Interrupt", "interrupt handed to %d sub-installation(s) and %d execution(s)", len(subs), btoi(exec != nil))
