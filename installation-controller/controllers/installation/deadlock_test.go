@@ -17,23 +17,7 @@ import (
 func TestInterruptEndsJobWaitingForPredecessors(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	p := newInstallation(ns, "p", map[string]string{"blueprint.yaml": `exports:
-- name: out
-  type: data
-exportExecutions:
-- name: e
-  type: GoTemplate
-  template: |
-    exports:
-      out: hello
-`}, reconcileAnnotation...)
-	p.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "p-out"}}
-	create(g, p)
-	g.Eventually(getInst(ns, "p"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
-	s := newInstallation(ns, "s", map[string]string{"blueprint.yaml": "{}"}, reconcileAnnotation...)
-	s.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "in", DataRef: "p-out"}}
-	create(g, s)
-	g.Eventually(getInst(ns, "s"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	predecessorAndSuccessor(g, ns)
 
 	pp, err := getInst(ns, "p")()
 	g.Expect(err).NotTo(HaveOccurred())
