@@ -355,14 +355,9 @@ func (r *Reconciler) requireFinalizer(_ context.Context, s *scope) error {
 }
 
 func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
-	class, err := r.getClass(ctx, s.claim.Spec.DeploymentTargetClassName)
+	class, err := reclaim.GetClass(ctx, r.Client, s.claim.Spec.DeploymentTargetClassName)
 	s.class = class
 	return err
-}
-
-// getClass returns the named class, or nil when it does not exist.
-func (r *Reconciler) getClass(ctx context.Context, name string) (*appstudiov1alpha1.DeploymentTargetClass, error) {
-	return reclaim.GetClass(ctx, r.Client, name)
 }
 
 // loadTargets reads the targets naming the claim. While a claimRef write of

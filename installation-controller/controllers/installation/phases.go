@@ -215,10 +215,11 @@ func (w contextWrite) writeError(op, kind, name string, err error) error {
 // kind of owner (a plain owner reference): those are ours and get inst as
 // controller, never a second owner.
 func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, kind string, obj client.Object) error {
+	if isOwnedBy(obj, inst) {
+		return nil
+	}
 	ctrl := metav1.GetControllerOf(obj)
 	switch {
-	case ctrl != nil && ctrl.UID == inst.UID:
-		return nil
 	case ctrl != nil && isInstallationRef(*ctrl, inst.Name), ctrl == nil && hasOwner(obj, inst):
 		// Ours from before: an earlier incarnation of this installation
 		// (same name, deleted and created again: garbage collection has not
