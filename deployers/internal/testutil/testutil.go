@@ -38,11 +38,20 @@ func Scheme() *runtime.Scheme {
 // it stops when the test ends.
 func StartManager(t testing.TB, env *testenv.Env, register func(mgr ctrl.Manager) error) ctrl.Manager {
 	t.Helper()
+	return StartManagerWithClient(t, env, nil, register)
+}
+
+// StartManagerWithClient is StartManager whose manager builds its client with
+// newClient (nil: the default, reading from the manager's cache), e.g. to play
+// a cache that has not seen an object yet.
+func StartManagerWithClient(t testing.TB, env *testenv.Env, newClient client.NewClientFunc, register func(mgr ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             manager.Options{Concurrency: 4}.ControllerConfig(),
+		NewClient:              newClient,
 	})
 	if err != nil {
 		t.Fatal(err)
