@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/dt-binder/binder"
 	"github.com/terrace-dev/terrace/dt-binder/target"
 )
 
@@ -158,4 +160,130 @@ func TestGoneClaimConfirmedWithAPIServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spaceRequestIn creates SpaceRequest "space" in state "alive" or
+// "deleting" (a finalizer holds it); "gone" creates nothing.
+func spaceRequestIn(t *testing.T, ns, state string) {
+	t.Helper()
+	if state == "gone" {
+		return
+	}
+	space := &toolchainv1alpha1.SpaceRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "space", Finalizers: []string{"test.terrace.dev/hold"}},
+		Spec:       toolchainv1alpha1.SpaceRequestSpec{TierName: "appstudio-env"},
+	}
+	create(t, space)
+	if state == "deleting" {
+		NewWithT(t).Expect(env.Client.Delete(context.Background(), space)).To(Succeed())
+	}
+}
+
+// provisionedTarget is target "dt" as the sandbox provisioner creates it
+// from SpaceRequest "space" for claim, never bound.
+func provisionedTarget(ns, class string, claim *appstudiov1alpha1.DeploymentTargetClaim) *appstudiov1alpha1.DeploymentTarget {
+	dt := newTarget(ns, "dt", class, claim.Name)
+	dt.Annotations = map[string]string{
+		appstudiov1alpha1.ClaimAnnotation:         appstudiov1alpha1.ClaimRecord(claim),
+		appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+		appstudiov1alpha1.SpaceRequestAnnotation:  "space",
+	}
+	return dt
+}
+
+// expectLeftToProvisioner: target dt was not released; it stays reserved for
+// its gone claim c, Pending, saying its provisioner deletes it.
+func expectLeftToProvisioner(g Gomega, ns string) {
+	after := getTarget(g, ns, "dt")
+	g.Expect(claimRefName(after)).To(Equal("c"), "not released")
+	g.Expect(after.Annotations).To(HaveKey(appstudiov1alpha1.ClaimAnnotation))
+	g.Expect(after.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhasePending))
+	cond := meta.FindStatusCondition(after.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Reason).To(Equal(appstudiov1alpha1.TargetReasonClaimNotFound))
+	g.Expect(cond.Message).To(ContainSubstring("SpaceRequest space is being deleted"))
+}
+
+// TestLateTargetIsNotReleased: a target the sandbox provisioner made for a
+// claim that was force-deleted, never bound, whose SpaceRequest is being
+// deleted or gone (a late target: made after the provisioner's orphan
+// cleanup deleted the SpaceRequest) is not released under reclaimPolicy
+// Retain: released it would be Available to the next claim while the
+// namespace it names goes away. It stays reserved for the gone claim, Pending
+// and saying why, for the provisioner to delete. With its SpaceRequest alive
+// it is released as before. (The target reconciler, called by hand.)
+func TestLateTargetIsNotReleased(t *testing.T) {
+	for _, sr := range []string{"gone", "deleting", "alive"} {
+		t.Run(sr, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+
+			create(t, newClaim(ns, "c", class.Name, ""))
+			recorded := getClaim(g, ns, "c")
+			g.Expect(env.Client.Delete(ctx, recorded)).To(Succeed())
+			eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+			spaceRequestIn(t, ns, sr)
+			dt := provisionedTarget(ns, class.Name, recorded)
+			create(t, dt)
+
+			r := &target.Reconciler{Client: env.Client, APIReader: env.Client, Recorder: events.NewFakeRecorder(10)}
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)})
+			g.Expect(err).NotTo(HaveOccurred())
+
+			if sr == "alive" {
+				after := getTarget(g, ns, "dt")
+				g.Expect(after.Spec.ClaimRef).To(BeNil(), "released (Retain)")
+				g.Expect(after.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseAvailable))
+				return
+			}
+			expectLeftToProvisioner(g, ns)
+		})
+	}
+}
+
+// TestClaimReconcilerDoesNotReleaseLateTarget: the claim reconciler's two
+// Retain paths leave a late target (above) to its provisioner too: the
+// deletion of the claim it was made for, and a new claim of the same name
+// finding it reserved for the earlier claim object. The binder starts once
+// the scene is set, so each path meets the late target in its first
+// reconcile of the claim.
+func TestClaimReconcilerDoesNotReleaseLateTarget(t *testing.T) {
+	t.Run("claim-deletion", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		ns := newNamespace(t)
+		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+		claim := newClaim(ns, "c", class.Name, "")
+		claim.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
+		create(t, claim)
+		spaceRequestIn(t, ns, "deleting")
+		create(t, provisionedTarget(ns, class.Name, getClaim(g, ns, "c")))
+		g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+
+		startBinder(t, binder.Options{}, ns)
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+		g.Eventually(func(g Gomega) { expectLeftToProvisioner(g, ns) }).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
+	t.Run("new-claim-of-the-name", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		ns := newNamespace(t)
+		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+		create(t, newClaim(ns, "c", class.Name, ""))
+		earlier := getClaim(g, ns, "c")
+		g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
+		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+		spaceRequestIn(t, ns, "deleting")
+		create(t, provisionedTarget(ns, class.Name, earlier))
+		create(t, newClaim(ns, "c", class.Name, ""))
+
+		startBinder(t, binder.Options{}, ns)
+		// Provisioning is decided after reclaimEarlier, in the same reconcile.
+		eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+		after := getTarget(g, ns, "dt")
+		g.Expect(claimRefName(after)).To(Equal("c"), "not released")
+		g.Expect(after.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, appstudiov1alpha1.ClaimRecord(earlier)))
+	})
 }

@@ -418,6 +418,13 @@ func (r *Reconciler) reclaimEarlier(ctx context.Context, s *scope) error {
 		}
 		old := binding.RecordedClaimUID(t)
 		if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+			if late, err := reclaim.LateTarget(ctx, r.Client, t); err != nil || late {
+				if err != nil {
+					return err
+				}
+				s.log.Info("not releasing a never-bound target of an earlier claim of this name: its SpaceRequest is going, its provisioner deletes it", "target", t.Name, "earlierClaimUID", old)
+				continue
+			}
 			if err := r.releaseTarget(ctx, t); err != nil {
 				return err
 			}
@@ -760,6 +767,16 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	}
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+		late, err := reclaim.LateTarget(ctx, r.Client, t)
+		if err != nil {
+			return err
+		}
+		if late {
+			// Not offered to the next claim: its namespace is going.
+			s.log.Info("not releasing a never-bound target whose SpaceRequest is going; its provisioner deletes it", "target", t.Name)
+			r.removeFinalizer(s, fmt.Sprintf("target %s was never bound and its SpaceRequest is being deleted; its provisioner deletes it", t.Name))
+			return nil
+		}
 		if t.Spec.ClaimRef != nil && t.DeletionTimestamp == nil {
 			if err := r.releaseTarget(ctx, t); err != nil {
 				return err

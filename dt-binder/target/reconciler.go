@@ -249,6 +249,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 //   - claimRef naming a claim that is gone, no record: Released if it was
 //     bound before (rule A), else Pending (reserved for a claim yet to come:
 //     a user pre-bound it, or it was bound before the record existed);
+//   - claimRef naming a claim being deleted that has not bound this target:
+//     Pending, ClaimDeleting (a claim being deleted binds nothing new);
 //   - claimRef naming an existing claim that takes this target: Bound (step 7);
 //     Bound too, reason ClassChanged, when the claim's class was changed
 //     after it bound this target (the claim keeps it);
@@ -307,6 +309,13 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 		}
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,
 			fmt.Sprintf("reserved for claim %s, which does not exist", name))
+		return nil
+	}
+	if claim.DeletionTimestamp != nil && prev != appstudiov1alpha1.DeploymentTargetPhaseBound {
+		// A claim being deleted binds nothing new: its finalizer applies the
+		// reclaimPolicy to this target (or leaves a late one to its provisioner).
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimDeleting,
+			fmt.Sprintf("claim %s is being deleted and never bound this target", name))
 		return nil
 	}
 	named, err := binding.TargetsNamingClaim(ctx, r.Client, t.Namespace, name)
@@ -410,6 +419,15 @@ func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bo
 	log := s.log.WithValues("claim", name, "claimUID", recorded, "class", className, "reclaimPolicy", policy)
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
+		if late, err := reclaim.LateTarget(ctx, r.APIReader, t); err != nil || late {
+			if late {
+				log.Info("not releasing a never-bound target whose SpaceRequest is going; its provisioner deletes it")
+				s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,
+					fmt.Sprintf("%s; this target was never bound and its SpaceRequest %s is being deleted, so it is not released: its provisioner deletes it",
+						gone, t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]))
+			}
+			return err
+		}
 		old := t.ResourceVersion
 		released, err := reclaim.Release(ctx, r.Client, observability.KindTarget, t)
 		switch {

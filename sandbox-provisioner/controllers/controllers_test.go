@@ -357,7 +357,14 @@ func TestOrphanedSpaceRequests(t *testing.T) {
 // reconciler finds it once the claim goes).
 func lateTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim, sr *toolchainv1alpha1.SpaceRequest) *appstudiov1alpha1.DeploymentTarget {
 	t.Helper()
-	dt := &appstudiov1alpha1.DeploymentTarget{
+	dt := newLateTarget(claim, sr)
+	NewWithT(t).Expect(env.Client.Create(context.Background(), dt)).To(Succeed())
+	return dt
+}
+
+// newLateTarget is lateTarget's object, not created.
+func newLateTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, sr *toolchainv1alpha1.SpaceRequest) *appstudiov1alpha1.DeploymentTarget {
+	return &appstudiov1alpha1.DeploymentTarget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: sr.Name, Finalizers: []string{appstudiov1alpha1.TargetFinalizer},
 			Annotations: map[string]string{
 				appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
@@ -371,8 +378,6 @@ func lateTarget(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim, sr
 			},
 		},
 	}
-	NewWithT(t).Expect(env.Client.Create(context.Background(), dt)).To(Succeed())
-	return dt
 }
 
 // TestTargetMadeForAClaimThatWentIsDeleted: a claim deleted in the moment its
@@ -462,6 +467,31 @@ func TestTargetMadeAfterItsSpaceRequestWasDeletedIsDeleted(t *testing.T) {
 	g.Eventually(eventReasons(n, dtTerminating.Name)).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(orphan.EventOrphanDeleted))
 	releaseSpaceRequest(t, client.ObjectKeyFromObject(srTerminating))
 	g.Eventually(gone(dtTerminating)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// TestReleasedLateTargetIsDeleted: a late target (above) that a binder
+// released before it saw the SpaceRequest going (claimRef cleared: the
+// target is Available) is deleted all the same: otherwise the next claim of
+// its class could bind a target whose namespace is being deleted.
+func TestReleasedLateTargetIsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("late-released")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyRetain, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+
+	claim := createClaim(t, n, "released", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, claim)
+	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
+	g.Eventually(gone(&toolchainv1alpha1.SpaceRequest{ObjectMeta: sr.ObjectMeta})).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(),
+		"the orphaned SpaceRequest is deleted")
+
+	dt := newLateTarget(claim, sr)
+	dt.Spec.ClaimRef = nil // released by a binder
+	g.Expect(env.Client.Create(ctx, dt)).To(Succeed())
+	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the released late target is deleted")
+	g.Eventually(eventReasons(n, dt.Name)).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(orphan.EventOrphanDeleted))
 }
 
 // TestOrphanTargetOfMissingClassIsKept: a never-bound target made for a

@@ -61,6 +61,9 @@ const (
 	TargetReasonReleased = "Released"
 	// TargetReasonClaimNotFound: claimRef names a claim that does not exist (yet).
 	TargetReasonClaimNotFound = "ClaimNotFound"
+	// TargetReasonClaimDeleting: claimRef names a claim that is being deleted
+	// and never bound this target; a claim being deleted binds nothing new.
+	TargetReasonClaimDeleting = "ClaimDeleting"
 	// TargetReasonClassMismatch: claimRef names a claim of another class.
 	TargetReasonClassMismatch = "ClassMismatch"
 	// TargetReasonClassChanged: the target is bound to the claim its claimRef

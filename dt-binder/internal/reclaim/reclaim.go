@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -50,6 +51,35 @@ func Policy(class *appstudiov1alpha1.DeploymentTargetClass) appstudiov1alpha1.Re
 		return class.Spec.ReclaimPolicy
 	}
 	return appstudiov1alpha1.ReclaimPolicyDelete
+}
+
+// LateTarget reports whether t was made by the sandbox provisioner from a
+// SpaceRequest that is being deleted or is gone, and never bound. Such a
+// target is what a provisioner whose cache still showed its claim created
+// after the provisioner's orphan cleanup had deleted the SpaceRequest of a
+// claim that went: the namespace its credentials name is going away.
+// Releasing it (reclaimPolicy Retain) would offer it, Available, to the next
+// claim of its class; so the Retain paths leave it to the provisioner, which
+// deletes such a target whatever the policy. c may be the cache: a
+// SpaceRequest is created, and made Ready, long before its target, and if
+// the cache lags behind a deletion the provisioner deletes the released
+// target all the same (its orphan reconciler). Rare: callers ask only on the
+// path of a claim that is gone.
+func LateTarget(ctx context.Context, c client.Reader, t *appstudiov1alpha1.DeploymentTarget) (bool, error) {
+	srName := t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]
+	if srName == "" || t.Annotations[appstudiov1alpha1.ProvisionedByAnnotation] != appstudiov1alpha1.SandboxProvisioner ||
+		t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+		return false, nil
+	}
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: srName}, sr)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading SpaceRequest %s of target %s: %w", srName, t.Name, err)
+	}
+	return sr.DeletionTimestamp != nil, nil
 }
 
 // Release clears t's claimRef (and the record of the claim it was written

@@ -183,9 +183,13 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
-	log := ctrl.LoggerFrom(ctx).WithValues("target", dt.Name, "claim", dt.Spec.ClaimRef.Name)
+	claim := claimName(dt)
+	log := ctrl.LoggerFrom(ctx).WithValues("target", dt.Name, "claim", claim)
 	for _, reader := range []client.Reader{r.Client, r.APIReader} {
-		alive, err := claimAlive(ctx, reader, dt.Namespace, dt.Spec.ClaimRef.Name, dt.Name)
+		if claim == "" {
+			break // released: no claim holds it
+		}
+		alive, err := claimAlive(ctx, reader, dt.Namespace, claim, dt.Name)
 		if err != nil || alive {
 			return err
 		}
@@ -211,18 +215,32 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	}
 	log.Info("deleted a target made from a SpaceRequest that was deleted as an orphan: its claim is gone and it was never bound")
 	// On the target: the SpaceRequest may be gone.
+	what := fmt.Sprintf("Claim %s is gone and this target", claim)
+	if claim == "" {
+		what = "This target, released,"
+	}
 	r.Recorder.Eventf(dt, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
-		"Claim %s is gone and this target, never bound, was made from SpaceRequest %s after that was deleted as an orphan; "+
-			"deleted it whatever the class's reclaimPolicy: the namespace it points to is being deleted", dt.Spec.ClaimRef.Name, key.Name)
+		"%s, never bound, was made from SpaceRequest %s, which is being deleted (or gone) as an orphan; "+
+			"deleted it whatever the class's reclaimPolicy: the namespace it points to is being deleted", what, key.Name)
 	return nil
 }
 
 // lateTargetCandidate: dt was made by this provisioner from the SpaceRequest
-// named srName, is not being deleted, never bound, and names a claim.
+// named srName, is not being deleted, and never bound. It names a claim, or
+// none because a binder released it (reclaimPolicy Retain) before it saw the
+// SpaceRequest going (reclaim.LateTarget in dt-binder); either way nothing
+// uses it, and a released one would be offered to the next claim.
 func lateTargetCandidate(dt *appstudiov1alpha1.DeploymentTarget, srName string) bool {
 	return dt.DeletionTimestamp.IsZero() && sandbox.ProvisionedBySandbox(dt) &&
-		dt.Annotations[appstudiov1alpha1.SpaceRequestAnnotation] == srName && neverBound(dt) &&
-		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name != ""
+		dt.Annotations[appstudiov1alpha1.SpaceRequestAnnotation] == srName && neverBound(dt)
+}
+
+// claimName is the claim dt's claimRef names ("" when it has none).
+func claimName(dt *appstudiov1alpha1.DeploymentTarget) string {
+	if dt.Spec.ClaimRef == nil {
+		return ""
+	}
+	return dt.Spec.ClaimRef.Name
 }
 
 func neverBound(dt *appstudiov1alpha1.DeploymentTarget) bool {
