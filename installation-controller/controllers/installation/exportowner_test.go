@@ -32,12 +32,18 @@ exportExecutions:
 }
 
 func warningEvents(ctx context.Context, ns, reason string) func() ([]string, error) {
+	return eventsOfType(ctx, ns, reason, corev1.EventTypeWarning)
+}
+
+// eventsOfType lists the names of the objects with an Event of type typ
+// and reason in ns.
+func eventsOfType(ctx context.Context, ns, reason, typ string) func() ([]string, error) {
 	return func() ([]string, error) {
 		evs := &corev1.EventList{}
 		err := env.Client.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"reason": reason})
 		var objs []string
 		for _, e := range evs.Items {
-			if e.Type == corev1.EventTypeWarning {
+			if e.Type == typ {
 				objs = append(objs, e.InvolvedObject.Name)
 			}
 		}
@@ -76,41 +82,69 @@ func TestExportNeverOverwritesForeignObjects(t *testing.T) {
 	g.Expect(tg.OwnerReferences).To(BeEmpty())
 }
 
-// A sub-installation exporting into a name of its parent's context that a
-// sibling's export already holds fails: the object belongs to the sibling
-// that wrote it and never gets a second owner. (Two siblings of one
-// template exporting one name are refused statically; here the name moves
-// from one sibling to the other while the first one's object stays.)
-func TestSiblingExportIntoSiblingsObjectConflicts(t *testing.T) {
+// An export name another installation still exports is that
+// installation's: a second root exporting it fails and the object keeps its
+// one controller, content and owner.
+func TestExportHeldByAnotherInstallationConflicts(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	parent := func(aRef, bExports string) map[string]string {
-		child := "exports:\n- name: out\n  type: data\nexportExecutions:\n- name: e\n  type: GoTemplate\n  template: |\n    exports:\n      out: hello\n"
+	first := newInstallation(ns, "first", exportingBlueprint("one"), reconcileAnnotation...)
+	first.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "shared"}}
+	create(g, first)
+	g.Eventually(getInst(ns, "first"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "first")(); return lastError(i) })
+	first, _ = getInst(ns, "first")()
+
+	second := newInstallation(ns, "second", exportingBlueprint("two"), reconcileAnnotation...)
+	second.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "shared"}}
+	create(g, second)
+	failsWith(g, ns, "second", "ExportConflict", `export "out" (dataRef "shared")`, "DataObject "+ns+"/shared exists and belongs to Installation first")
+	g.Eventually(warningEvents(ctx, ns, "ExportConflict"), timeout, interval).Should(ContainElement("second"))
+
+	do := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"one"`))
+	g.Expect(do.OwnerReferences).To(HaveExactElements(And(HaveField("UID", first.UID), HaveField("Controller", HaveValue(BeTrue())))))
+}
+
+// An export moved from one sibling to another in a spec change moves its
+// object: the new writer takes over an object whose writer no longer
+// exports its name (whether or not that writer has completed its job and
+// deleted it yet), never as a second owner. Here the old writer, a, waits
+// for b (it imports b's other export), so b meets a's object of the old spec
+// and takes it over; before, it failed ExportConflict in every job, since a
+// never got to complete.
+func TestExportMovesBetweenSiblings(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	parent := func(aRef, bExtra string) map[string]string {
+		childA := "imports:\n- name: dep\n  type: data\nexports:\n- name: out\n  type: data\nexportExecutions:\n- name: e\n  type: GoTemplate\n  template: |\n    exports:\n      out: from-a\n"
+		childB := "exports:\n- name: out\n  type: data\n- name: extra\n  type: data\nexportExecutions:\n- name: e\n  type: GoTemplate\n  template: |\n    exports:\n      out: b\n      extra: from-b\n"
 		return map[string]string{"blueprint.yaml": `subinstallations:
 - name: a
-  blueprint: {dir: child}
+  blueprint: {dir: a}
+  imports: {data: [{name: dep, dataRef: bval}]}
   exports: {data: [{name: out, dataRef: ` + aRef + `}]}
 - name: b
-  blueprint: {dir: child}
-` + bExports, "child/blueprint.yaml": child}
+  blueprint: {dir: b}
+  exports: {data: [{name: out, dataRef: bval}` + bExtra + `]}
+`, "a/blueprint.yaml": childA, "b/blueprint.yaml": childB}
 	}
 	create(g, newInstallation(ns, "root", parent("shared", ""), reconcileAnnotation...))
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	a, _ := getInst(ns, "root-a")()
-
-	root, _ := getInst(ns, "root")()
-	first := root.Status.JobID
-	root.Spec.Blueprint.Inline.Filesystem = parent("other", "  exports: {data: [{name: out, dataRef: shared}]}\n")
-	root.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
-	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", Not(Equal(first)))),
-		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
-	failsWith(g, ns, "root-b", "ExportConflict", `export "out" (dataRef "shared")`, "DataObject "+ns+"/root.shared exists and belongs to Installation root-a")
-	g.Eventually(warningEvents(ctx, ns, "ExportConflict"), timeout, interval).Should(ContainElement("root-b"))
-
+	b, _ := getInst(ns, "root-b")()
 	do := &lsv1alpha1.DataObject{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root.shared"}, do)).To(Succeed())
-	g.Expect(do.OwnerReferences).To(HaveExactElements(And(HaveField("UID", a.UID), HaveField("Controller", HaveValue(BeTrue())))))
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"from-a"`))
+
+	rerun(g, ns, "root", func(i *lsv1alpha1.Installation) {
+		i.Spec.Blueprint.Inline.Filesystem = parent("other", ", {name: extra, dataRef: shared}")
+	})
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root.shared"}, do)).To(Succeed())
+	g.Expect(string(do.Data.RawMessage)).To(Equal(`"from-b"`))
+	g.Expect(do.OwnerReferences).To(HaveExactElements(And(HaveField("UID", b.UID), HaveField("Controller", HaveValue(BeTrue())))))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root.other"}, do)).To(Succeed())
+	g.Expect(do.OwnerReferences).To(HaveExactElements(HaveField("UID", a.UID)))
 }
 
 // An installation's own exports are its to update: the next job writes the

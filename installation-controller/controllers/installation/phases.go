@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,11 +242,33 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 			return fmt.Errorf("%s: %s %s belongs to installation %s, which is gone; waiting for garbage collection to delete it", w.what, kind, obj.GetName(), ctrl.Name)
 		case err != nil:
 			return fmt.Errorf("reading installation %s, owner of %s %s: %w", ctrl.Name, kind, obj.GetName(), err)
+		case noLongerExportedBy(owner, kind, obj):
+			// Its writer's spec renamed or dropped this export (the writer's
+			// next completed job would delete it, see deleteStale): the
+			// name is free, and the export moves to inst. Without this, an
+			// export moved to a sibling that the old writer waits for
+			// would conflict in every job.
+			obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID }))
+			return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
 		}
 	}
 	return fatalf(ReasonExportConflict, lsv1alpha1.ErrorConfigurationProblem,
 		"%s: %s %s/%s exists and %s; it is left untouched (export to another name or remove that object)",
 		w.what, kind, obj.GetNamespace(), obj.GetName(), ownerDescription(obj))
+}
+
+// noLongerExportedBy reports whether obj, controlled by owner, is an export
+// of owner (not a context copy of its imports) under a name owner's spec no
+// longer exports.
+func noLongerExportedBy(owner *lsv1alpha1.Installation, kind string, obj client.Object) bool {
+	if obj.GetLabels()[ContextLabel] == labelValue(owner.Name) || obj.GetAnnotations()[KeyAnnotation] == "" {
+		return false
+	}
+	key := dataKey(obj.GetName())
+	if kind == "Target" {
+		key = targetKey(obj.GetName())
+	}
+	return !slices.Contains(exportKeys(owner), key)
 }
 
 // hasOwner reports whether owner (or an earlier incarnation of the same
@@ -818,6 +841,9 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		return outcome{}, fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, err)
 	}
 	if err := r.writeExports(ctx, inst, exports); err != nil {
+		return outcome{}, err
+	}
+	if err := r.deleteStaleObjects(ctx, s, im); err != nil {
 		return outcome{}, err
 	}
 	if err := r.triggerSuccessors(ctx, inst); err != nil {

@@ -183,6 +183,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ParentIndex, indexParent); err != nil {
 		return fmt.Errorf("indexing installations by parent: %w", err)
 	}
+	for _, obj := range []client.Object{&lsv1alpha1.DataObject{}, &lsv1alpha1.Target{}} {
+		if err := idx.IndexField(ctx, obj, WriterIndex, indexWriter); err != nil {
+			return fmt.Errorf("indexing %T by writer: %w", obj, err)
+		}
+	}
 	// Contexts are read through the cache but watched by nothing: start
 	// their informer with the manager, so the first job that reads one does
 	// not wait for it to start and sync.
