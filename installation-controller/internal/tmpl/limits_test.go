@@ -84,3 +84,60 @@ big: {{ repeat 1048576 "x" | len }}
 		}
 	}
 }
+
+// (The cases stay within a few hundred MiB without the budget, so that the
+// test fails rather than exhausts the machine on code without it.)
+//
+// A loop that keeps many results, each within the per-function limits, or
+// that grows a string with a function whose size is not known beforehand,
+// fails the render instead of exhausting the controller's memory: every
+// function's result counts against one budget per render. The same template
+// kept under the budget renders.
+func TestRenderBudget(t *testing.T) {
+	over := map[string]struct{ tpl, want string }{
+		"printf doubling": {`{{ $x := repeat 600000 "x" }}{{ range until 3 }}{{ $x = printf "%s%s" $x $x }}{{ end }}a: {{ len $x }}`, "printf would return 1200000 bytes, more than the limit of 1048576"},
+		"print doubling":  {`{{ $x := repeat 600000 "x" }}{{ range until 3 }}{{ $x = print $x $x }}{{ end }}a: {{ len $x }}`, "print would return 1200000 bytes"},
+		"b64enc growth":   {`{{ $x := repeat 1000 "x" }}{{ range until 30 }}{{ $x = b64enc $x }}{{ end }}a: {{ len $x }}`, "b64enc would return"},
+		"toJson growth":   {`{{ $x := list (repeat 300000 "\"") }}{{ range until 3 }}{{ $x = list ($x | toJson) }}{{ end }}a: {{ len $x }}`, "toJson would return"},
+		"html growth":     {`{{ $x := repeat 100000 "<" }}{{ range until 5 }}{{ $x = html $x }}{{ end }}a: {{ len $x }}`, "html would return"},
+		"kept in a list":  {`{{ $l := list }}{{ range until 200 }}{{ $l = append $l (repeat 1000000 "x") }}{{ end }}a: {{ len $l }}`, "the template's functions returned more than 67108864 bytes in all"},
+		"kept in a dict":  {`{{ $d := dict }}{{ range $i := until 200 }}{{ $_ := set $d (print $i) (repeat 1000000 "x") }}{{ end }}a: {{ len $d }}`, "more than 67108864 bytes in all"},
+		"list of lists":   {`{{ $l := until 10000 }}{{ range until 100 }}{{ $l = concat $l (until 10000) }}{{ end }}a: {{ len $l }}`, "more than 67108864 bytes in all"},
+	}
+	for name, tc := range over {
+		t.Run(name, func(t *testing.T) {
+			_, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Line: 1, Template: tc.tpl}, nil)
+			var te *Error
+			if !errors.As(err, &te) || te.Stage != "render" || !strings.Contains(te.Cause, tc.want) {
+				t.Fatalf("err = %v; want a render error containing %q", err, tc.want)
+			}
+		})
+	}
+	under := `{{ $l := list }}{{ range until 20 }}{{ $l = append $l (repeat 1000000 "x") }}{{ end }}` +
+		`a: {{ len $l }}
+b: {{ printf "%s-%s" "x" "y" }}
+c: {{ print "p" 1 }}
+d: {{ html "<a>" | len }}
+e: {{ js "a<b" | len }}
+f: {{ urlquery "a b" }}
+g: "{{ println "l" | trim }}"`
+	out, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Line: 1, Template: under}, nil)
+	if err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+	want := map[string]any{"a": float64(20), "b": "x-y", "c": "p1", "d": float64(len("&lt;a&gt;")), "e": float64(len(`a\u003Cb`)), "f": "a+b", "g": "l"}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("out = %v, want %v", out, want)
+	}
+}
+
+// Each render has the whole budget: the function sets renders share are
+// reset before each.
+func TestRenderBudgetIsPerRender(t *testing.T) {
+	tpl := `{{ $l := list }}{{ range until 40 }}{{ $l = append $l (repeat 1000000 "x") }}{{ end }}a: {{ len $l }}`
+	for i := range 3 {
+		if _, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Line: 1, Template: tpl}, nil); err != nil {
+			t.Fatalf("render %d: %v", i+1, err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -65,10 +66,11 @@ func (e *Error) Error() string {
 // environment; templates do not get them.
 var hostFuncs = []string{"env", "expandenv"}
 
-// Funcs returns the functions templates can call: sprig's, without those
+// funcs returns the functions templates can call: sprig's, without those
 // reading the host environment and with size limits on those that can
-// allocate without bound (see limits.go), plus toYaml and fromYaml.
-func Funcs() template.FuncMap {
+// allocate without bound (see limits.go), plus toYaml and fromYaml, all
+// charging their results to b (budget.go).
+func funcs(b *budget) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	// Whoever may create an Installation must not read the controller's
 	// environment (credentials of its exporters, its configuration).
@@ -90,8 +92,22 @@ func Funcs() template.FuncMap {
 		}
 		return v, nil
 	}
+	guardAll(f, b)
 	return f
 }
+
+// funcSet is a FuncMap and the budget its functions charge. Wrapping every
+// function (guard) costs more than a small render, so sets are reused: a
+// render takes one from the pool, resets its budget, and gives it back.
+type funcSet struct {
+	funcs  template.FuncMap
+	budget *budget
+}
+
+var funcSets = sync.Pool{New: func() any {
+	b := &budget{}
+	return &funcSet{funcs: funcs(b), budget: b}
+}}
 
 // templateLine finds "<name>:<line>" in a text/template error.
 var templateLine = regexp.MustCompile(`template: [^:]*:(\d+)(?::\d+)?:`)
@@ -113,7 +129,10 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 		}
 		return e
 	}
-	t, err := template.New(src.Execution).Funcs(Funcs()).Option("missingkey=zero").Parse(src.Template)
+	fs := funcSets.Get().(*funcSet)
+	defer funcSets.Put(fs)
+	fs.budget.left = MaxRenderBytes
+	t, err := template.New(src.Execution).Funcs(fs.funcs).Option("missingkey=zero").Parse(src.Template)
 	if err != nil {
 		return nil, fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
 	}
