@@ -127,7 +127,15 @@ func TestChainAndDiamondRunInDependencyOrder(t *testing.T) {
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	g.Expect(listItems(g, ns)).To(HaveLen(7))
 
-	// settled: nothing writes any more (no reconcile loop, no no-op writes)
+	// settled: nothing writes any more (no reconcile loop, no no-op writes).
+	// The deployer removes an item's reconcile-time in a metadata patch of
+	// its own after its status write, which can land after the execution
+	// shows Succeeded: the snapshot waits for those patches first.
+	g.Eventually(func(g Gomega) {
+		for _, di := range listItems(g, ns) {
+			g.Expect(di.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation), "item %s", di.Name)
+		}
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	versions := func(g Gomega) []string {
 		out := []string{getExec(g, exec).ResourceVersion}
 		for _, di := range listItems(g, ns) {

@@ -101,6 +101,42 @@ func TestProgressingThenAbortTimeoutOnStandaloneItem(t *testing.T) {
 	g.Expect(cur.Status.LastError.LastUpdateTime.Sub(started.Time)).To(BeNumerically(">=", 3*time.Second))
 }
 
+// The abort stamps of an earlier job, left behind (their removal is a second
+// write, which can fail), do not fail the item's next job at once: that job
+// runs into its own progressing timeout, gets a fresh abort-time, and only
+// then fails after the abort timeout.
+func TestStaleAbortTimeDoesNotFailTheNextJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions(shortTimeouts(timeout.Disabled(), timeout.After(time.Hour), timeout.After(2*time.Second))))
+	g := NewWithT(t)
+
+	timeout := lsv1alpha1.Duration("2s")
+	di := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: ns, Annotations: map[string]string{
+			lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationAbort),
+			// from a job an hour ago: long past the abort timeout
+			lsv1alpha1.AbortTimeAnnotation: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		}},
+		Spec: lsv1alpha1.DeployItemSpec{Type: noDeployerType, Timeout: &timeout},
+	}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	// a new job, started now by a deployer that then hangs
+	started := metav1.Now()
+	di.Status = lsv1alpha1.DeployItemStatus{Phase: lsv1alpha1.PhaseProgressing, JobID: "j2", LastReconcileTime: &started}
+	g.Expect(env.Client.Status().Update(ctx, di, client.FieldOwner("stuck-deployer"))).To(Succeed())
+
+	var cur *lsv1alpha1.DeployItem
+	g.Eventually(func(g Gomega) {
+		cur = &lsv1alpha1.DeployItem{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(di), cur)).To(Succeed())
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(cur.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonAbortingTimeout))
+	// not at once: the job's progressing timeout (2s) and then the abort
+	// timeout (2s) ran out (times have a resolution of one second)
+	g.Expect(cur.Status.LastError.LastUpdateTime.Sub(started.Time)).To(BeNumerically(">=", 3*time.Second))
+}
+
 // With every timeout "none", neither an old reconcile-time nor a long
 // Progressing phase is touched.
 func TestNoneDisablesTimeouts(t *testing.T) {

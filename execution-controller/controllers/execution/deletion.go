@@ -171,6 +171,32 @@ func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error)
 	return false, nil
 }
 
+// retryFailedOrphans asks the deployer to retry the deletion of every orphan
+// whose deletion failed (operation: reconcile, with this job's span context),
+// as InitDelete does for a deletion job. It runs once per job, when the job
+// starts (Init): the orphan cleanup then waits for the retry, and a job only
+// fails with OrphanDeletionFailed when the retry failed too. Without it, a
+// deletion that failed once (say its Target was missing) would fail every
+// later job at once, even after its cause was fixed.
+func (r *Reconciler) retryFailedOrphans(ctx context.Context, s *scope) error {
+	orphans := orphansOf(s)
+	for _, n := range sortedKeys(orphans) {
+		di := orphans[n]
+		if deleteStateOf(di) != deleteFailed {
+			continue
+		}
+		set := map[string]*string{lsv1alpha1.OperationAnnotation: ptr.To(string(lsv1alpha1.OperationReconcile))}
+		set = tracing.AddToPatch(ctx, di.GetAnnotations(), set)
+		if err := patch.Annotations(ctx, r.Client, r.FieldManager, di, "", set); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		// The patch's response (in di) carries the request, so the cleanup
+		// in this reconcile already waits for the retry.
+		logf.FromContext(ctx).Info("retrying the failed deletion of an orphaned deploy item", "item", n, "deployItem", di.Name)
+	}
+	return nil
+}
+
 // handleDeletion runs the deletion flow once the execution has a deletion
 // timestamp: InitDelete (a deletion job; delete-without-uninstall passed on)
 // → TriggerDelete (items deleted in reverse dependency order) → Deleting

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -68,6 +69,19 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	name := ExportsObjectName(s.exec.Name)
 	cur := &lsv1alpha1.DataObject{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)
+	if ref := metav1.GetControllerOf(cur); err == nil && ref != nil && ref.UID != s.exec.UID && cur.DeletionTimestamp != nil {
+		return fmt.Errorf("exports DataObject %s/%s is being deleted; waiting to write it anew", cur.Namespace, name)
+	}
+	if ref := metav1.GetControllerOf(cur); err == nil && ref != nil && ref.UID != s.exec.UID && (ref.Kind != "Execution" || ref.Name != s.exec.Name) {
+		// Someone else's DataObject of that name (say an installation's
+		// export with dataRef "<exec>-exports"): never taken over, and no
+		// retry can fix it. That of an earlier execution of this name
+		// (deleted and created again) is this one's: the apply below
+		// replaces its owner reference (this field manager wrote it).
+		return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
+			"exports DataObject %s/%s exists and is controlled by %s; it is left alone: rename the execution or that DataObject",
+			cur.Namespace, name, controllerName(cur))}
+	}
 	switch {
 	case err == nil && ownedBy(cur, s.exec) && sameData(cur.Data.RawMessage, data):
 		// unchanged: no write
@@ -88,6 +102,12 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 		}}
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsInvalid(err) {
+				// E.g. a controller set on it since the (cached) read: two
+				// controllers are refused.
+				return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
+					"exports DataObject %s/%s refused by the API server: %w", s.exec.Namespace, name, err)}
+			}
 			return fmt.Errorf("writing exports DataObject %s: %w", name, err)
 		}
 	default:

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,7 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/csaupgrade"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -278,6 +282,10 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 // in the middle of one). An entry added to the spec mid-job is not the job's:
 // it is created by the next job. An item of the job whose entry left the
 // spec is neither updated nor (if missing) created.
+//
+// A write the API server refuses for good (a namesake the execution does not
+// control, a template it rejects) is returned as a configProblem: the job
+// fails with it instead of retrying for ever.
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
 	log := logf.FromContext(ctx)
 	orphansLeft := len(orphansOf(s)) > 0
@@ -289,47 +297,230 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			continue
 		}
 		cur := s.items[t.Name]
-		if cur != nil && (createOnly || upToDate(s.exec, t, cur)) {
-			continue
-		}
-		u, err := desiredItem(s.exec, t)
-		if err != nil {
-			return err
-		}
-		stamped := ""
-		if !createOnly && cur == nil && len(t.DependsOn) == 0 && !orphansLeft {
+		if cur == nil {
 			// A new item without dependencies, created when a job starts and
 			// no orphan's deletion holds the job up, is handed the job in this
 			// very reconcile: its create carries the reconcile-time stamp, so
 			// the hand-over needs no annotation patch of its own (handOver).
 			// (A stamp on an item that then waits would start its pickup
 			// timeout before it has a job.)
-			stamped = r.Now().UTC().Format(ReconcileTimeFormat)
-			_ = unstructured.SetNestedField(u.Object, stamped, "metadata", "annotations", lsv1alpha1.ReconcileTimeAnnotation)
-		}
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying deploy item %s: %w", t.Name, err)
-		}
-		applied := &lsv1alpha1.DeployItem{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
-			return fmt.Errorf("reading applied deploy item %s: %w", t.Name, err)
-		}
-		// The apply's response is the whole object as the server has it now
-		// (status and resourceVersion included): the hand-over that may
-		// follow in this reconcile is guarded by that resourceVersion.
-		if cur == nil {
-			log.Info("created deploy item", "item", t.Name, "deployItem", applied.Name)
-			s.items[t.Name] = applied
-			if stamped != "" {
-				s.stamped = append(s.stamped, t.Name)
+			stamp := !createOnly && len(t.DependsOn) == 0 && !orphansLeft
+			created, err := r.createItem(ctx, s, t, stamp)
+			if err != nil {
+				return r.unstampOnProblem(ctx, s, err)
 			}
-		} else {
-			log.Info("updated deploy item", "item", t.Name, "deployItem", applied.Name)
-			*cur = *applied
+			if created {
+				continue
+			}
+			// It existed after all and is this execution's (the cache lags):
+			// carry on as for an existing item.
+			cur = s.items[t.Name]
+		}
+		if createOnly || upToDate(s.exec, t, cur) {
+			continue
+		}
+		if err := r.updateItem(ctx, s, t, cur); err != nil {
+			return r.unstampOnProblem(ctx, s, err)
 		}
 	}
 	return nil
+}
+
+// configProblem is a write the API server refuses and retrying cannot fix
+// (or an object this execution must not touch): the job fails with it, with
+// lastError.reason reason and code ERR_CONFIGURATION_PROBLEM.
+type configProblem struct {
+	reason string
+	error
+}
+
+func (e configProblem) Unwrap() error { return e.error }
+
+// ReasonDeployItemNameConflict: the DeployItem an item maps to exists and is
+// controlled by someone else (another execution, or nothing: a user's own).
+// ReasonDeployItemInvalid: the API server rejects the item as the template
+// describes it. ReasonDataObjectNameConflict: the exports DataObject exists
+// and is controlled by someone else.
+const (
+	ReasonDeployItemNameConflict = "DeployItemNameConflict"
+	ReasonDeployItemInvalid      = "DeployItemInvalid"
+	ReasonDataObjectNameConflict = "DataObjectNameConflict"
+)
+
+// unstampOnProblem removes the reconcile-time stamp from the items this
+// reconcile created stamped when the job fails with a configProblem before
+// they were handed the job: they will not get it, and a stamp left behind
+// would fail them with a false PickupTimeout later. Other errors are
+// returned as they are (the reconcile is retried and hands the job over).
+func (r *Reconciler) unstampOnProblem(ctx context.Context, s *scope, err error) error {
+	var problem configProblem
+	if !errors.As(err, &problem) {
+		return err
+	}
+	for _, n := range s.stamped {
+		di := s.items[n]
+		if di == nil {
+			continue
+		}
+		if uerr := patch.Annotations(ctx, r.Client, r.FieldManager, di, "",
+			map[string]*string{lsv1alpha1.ReconcileTimeAnnotation: nil}); client.IgnoreNotFound(uerr) != nil {
+			return uerr
+		}
+	}
+	s.stamped = nil
+	return err
+}
+
+// controllerName describes o's controller for messages: "Kind name (uid)",
+// or "nothing".
+func controllerName(o client.Object) string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil {
+		return "nothing (no controller reference)"
+	}
+	return fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+}
+
+// createItem creates the item of template t, which the execution's cache
+// shows no item of its own for. It is a create, not an apply: a namesake
+// (another execution's item "<exec>-<item>" that maps to the same name, or a
+// user's own DeployItem) must never be taken over. With stamp, the create
+// carries the reconcile-time stamp (see syncItems). It reports false when
+// the item existed and is this execution's after all (a lagging cache; the
+// live copy is in s.items then, and is left as it is).
+func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.DeployItemTemplate, stamp bool) (bool, error) {
+	log := logf.FromContext(ctx)
+	u, err := desiredItem(s.exec, t)
+	if err != nil {
+		return false, err
+	}
+	if stamp {
+		_ = unstructured.SetNestedField(u.Object, r.Now().UTC().Format(ReconcileTimeFormat),
+			"metadata", "annotations", lsv1alpha1.ReconcileTimeAnnotation)
+	}
+	name := u.GetName()
+	err = r.Client.Create(ctx, u, client.FieldOwner(r.FieldManager))
+	switch {
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		live := &lsv1alpha1.DeployItem{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, live); err != nil {
+			return false, fmt.Errorf("reading existing deploy item %s: %w", name, err)
+		}
+		ref := metav1.GetControllerOf(live)
+		if ref != nil && ref.UID != s.exec.UID && (live.DeletionTimestamp != nil || (ref.Kind == "Execution" && ref.Name == s.exec.Name)) {
+			// The item of an earlier execution of this name (deleted, by
+			// hand or with its installation, and created again), or one on
+			// its way out: its deletion frees the name. Retried; the item's
+			// delete event (owner mapped by name) wakes this execution.
+			return false, fmt.Errorf("deploy item %s/%s belongs to %s and is being deleted or will be with it; waiting for it to go",
+				s.exec.Namespace, name, controllerName(live))
+		}
+		if ref == nil || ref.UID != s.exec.UID {
+			return false, configProblem{ReasonDeployItemNameConflict, fmt.Errorf(
+				"deploy item %s/%s (item %s of execution %s) exists and is controlled by %s; it is left alone: "+
+					"rename the item or the execution, or delete that DeployItem", s.exec.Namespace, name, t.Name,
+				s.exec.Name, controllerName(live))}
+		}
+		log.V(1).Info("deploy item exists already; not created again", "item", t.Name, "deployItem", name)
+		for n, di := range s.items {
+			if di.Name == name {
+				// The cache showed it under another item name (its item-name
+				// label was removed by hand): it is this item, not an orphan.
+				delete(s.items, n)
+			}
+		}
+		s.items[t.Name] = live
+		return false, nil
+	case apierrors.IsInvalid(err):
+		return false, configProblem{ReasonDeployItemInvalid, fmt.Errorf(
+			"deploy item %s (item %s) refused by the API server: %w", name, t.Name, err)}
+	default:
+		return false, fmt.Errorf("creating deploy item %s: %w", t.Name, err)
+	}
+	created := &lsv1alpha1.DeployItem{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, created); err != nil {
+		return false, fmt.Errorf("reading created deploy item %s: %w", t.Name, err)
+	}
+	// The create's response is the whole object as the server has it now
+	// (resourceVersion included): the hand-over that may follow in this
+	// reconcile is guarded by that resourceVersion.
+	log.Info("created deploy item", "item", t.Name, "deployItem", created.Name)
+	s.items[t.Name] = created
+	if stamp {
+		s.stamped = append(s.stamped, t.Name)
+	}
+	return true, nil
+}
+
+// updateItem brings the existing item cur (the execution's own) up to date
+// with template t by server-side apply (a job-start path only: spec edits).
+//
+// An item this controller created is owned by its "Update" entry in
+// managedFields (a create is no apply); an apply would share those fields
+// with it, and a field the template later drops (a dependsOn, a label,
+// spec.timeout) would then never be removed. So before the first apply the
+// create's fields are handed to the apply's entry, as kubectl does when
+// moving from client-side to server-side apply (csaupgrade). That needs
+// managedFields, which the cache strips: the item is read live first.
+func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem) error {
+	live := &lsv1alpha1.DeployItem{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cur), live); err != nil {
+		return fmt.Errorf("reading deploy item %s: %w", cur.Name, err)
+	}
+	if ref := metav1.GetControllerOf(live); ref == nil || ref.UID != s.exec.UID {
+		return configProblem{ReasonDeployItemNameConflict, fmt.Errorf(
+			"deploy item %s/%s (item %s of execution %s) is now controlled by %s; it is left alone",
+			live.Namespace, live.Name, t.Name, s.exec.Name, controllerName(live))}
+	}
+	if createdByUpdate(live, r.FieldManager) {
+		p, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.FieldManager), r.FieldManager)
+		if err != nil {
+			return fmt.Errorf("deploy item %s: moving field ownership to apply: %w", cur.Name, err)
+		}
+		if p != nil {
+			// Guarded by the live resourceVersion (part of the patch): a
+			// conflict retries.
+			if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, p)); err != nil {
+				return fmt.Errorf("deploy item %s: moving field ownership to apply: %w", cur.Name, err)
+			}
+		}
+	}
+	u, err := desiredItem(s.exec, t)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(r.FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsInvalid(err) {
+			return configProblem{ReasonDeployItemInvalid, fmt.Errorf(
+				"deploy item %s (item %s) refused by the API server: %w", cur.Name, t.Name, err)}
+		}
+		return fmt.Errorf("applying deploy item %s: %w", t.Name, err)
+	}
+	applied := &lsv1alpha1.DeployItem{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
+		return fmt.Errorf("reading applied deploy item %s: %w", t.Name, err)
+	}
+	// The apply's response is the whole object as the server has it now
+	// (status and resourceVersion included): the hand-over that may
+	// follow in this reconcile is guarded by that resourceVersion.
+	logf.FromContext(ctx).Info("updated deploy item", "item", t.Name, "deployItem", applied.Name)
+	*cur = *applied
+	return nil
+}
+
+// createdByUpdate reports whether manager owns spec fields of di through an
+// "Update" entry: the item's create (the controller's other updates are
+// merge patches of annotations only).
+func createdByUpdate(di *lsv1alpha1.DeployItem, manager string) bool {
+	for _, mf := range di.ManagedFields {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationUpdate && mf.Subresource == "" &&
+			mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:spec"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReconcileTimeFormat is the layout of the reconcile-time stamp: RFC 3339

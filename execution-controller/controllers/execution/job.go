@@ -364,7 +364,15 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		}
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseInit)
 		err := r.syncItems(pctx, s, false)
+		if err == nil {
+			// Orphans whose deletion failed (in an earlier job) are asked
+			// to retry it, once per job, as a deletion job does (InitDelete).
+			err = r.retryFailedOrphans(pctx, s)
+		}
 		tracing.EndStep(span, err)
+		if r.failOnConfigProblem(ctx, s, err) {
+			return ctrl.Result{}, nil
+		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -397,6 +405,9 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 			done, err = r.progress(pctx, s, jg, job)
 		}
 		tracing.EndStep(span, err)
+		if r.failOnConfigProblem(ctx, s, err) {
+			return ctrl.Result{}, nil
+		}
 		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
@@ -411,6 +422,9 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 			r.failJob(ctx, s, OperationReconcile, ReasonExportsFailed, problem.Error(), lsv1alpha1.ErrorConfigurationProblem)
 			return ctrl.Result{}, nil
 		}
+		if r.failOnConfigProblem(ctx, s, err) {
+			return ctrl.Result{}, nil
+		}
 		if err != nil {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: lsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonExportsFailed,
@@ -422,6 +436,19 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		logf.FromContext(ctx).Info("job succeeded")
 	}
 	return ctrl.Result{}, nil
+}
+
+// failOnConfigProblem ends the job Failed (ERR_CONFIGURATION_PROBLEM, the
+// problem's reason, lastError, a Warning event) when err is a configProblem:
+// a write retrying cannot fix must not stall the job silently. It reports
+// whether it did.
+func (r *Reconciler) failOnConfigProblem(ctx context.Context, s *scope, err error) bool {
+	var problem configProblem
+	if !errors.As(err, &problem) {
+		return false
+	}
+	r.failJob(ctx, s, OperationReconcile, problem.reason, problem.Error(), lsv1alpha1.ErrorConfigurationProblem)
+	return true
 }
 
 // progress hands the job to every item of the job's graph g (see jobGraph)

@@ -120,7 +120,7 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		return Decision{RequeueAfter: next}, errors.Join(errs...)
 	}
 
-	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort && !staleAbort(item) {
 		// Already aborting: only the abort timeout is left to watch.
 		if v, ok := ann[lsv1alpha1.AbortTimeAnnotation]; ok && !cfg.Abort.Disabled {
 			t, err := time.Parse(time.RFC3339, v)
@@ -152,4 +152,20 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		wait(left)
 	}
 	return Decision{RequeueAfter: next}, errors.Join(errs...)
+}
+
+// staleAbort reports whether the item's abort-time is older than the start
+// of its current job (status.lastReconcileTime): it belongs to an earlier
+// job, whose failure was written but whose annotations were not removed
+// (the removal is a second write, which can fail). Such a stamp must not
+// fail the new job at once; the new job's own progressing timeout applies
+// (and, when due, stamps a fresh abort-time). An abort-time that cannot be
+// parsed is not stale (it is reported as broken).
+func staleAbort(item *lsv1alpha1.DeployItem) bool {
+	v, ok := item.GetAnnotations()[lsv1alpha1.AbortTimeAnnotation]
+	if !ok || item.Status.LastReconcileTime == nil {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return err == nil && t.Before(item.Status.LastReconcileTime.Time)
 }

@@ -84,9 +84,15 @@ func TestEvaluate(t *testing.T) {
 		"init counts as running":            {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseInit }), now: t0.Add(11 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute},
 		"abort pending":                     {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(11 * time.Minute), cfg: cfg, requeue: 4 * time.Minute},
 		"abort due":                         {item: item(progressing(t0), aborting(t0.Add(10*time.Minute))), now: t0.Add(15 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
-		"abort none":                        {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: timeout.Disabled()}},
-		"aborted item already finished":     {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
-		"deleting is not aborted":           {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseDeleting }), now: t0.Add(time.Hour), cfg: cfg},
+		// The abort stamps of an earlier job (their removal failed) do not
+		// fail a new job at once: its own progressing timeout applies.
+		"stale abort-time ignored": {item: item(progressing(t0), aborting(t0.Add(-time.Hour))), now: t0.Add(time.Minute), cfg: cfg, requeue: 9 * time.Minute},
+		"stale abort-time, progressing due": {item: item(progressing(t0), aborting(t0.Add(-time.Hour))), now: t0.Add(10 * time.Minute), cfg: cfg,
+			action: ActionAbort, timeout: 10 * time.Minute},
+		"abort-time of the job counts":  {item: item(progressing(t0), aborting(t0)), now: t0.Add(5 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
+		"abort none":                    {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: timeout.Disabled()}},
+		"aborted item already finished": {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
+		"deleting is not aborted":       {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseDeleting }), now: t0.Add(time.Hour), cfg: cfg},
 		"earliest of pickup and progressing": {item: item(progressing(t0), reconcileTime(t0.Add(8*time.Minute))), now: t0.Add(9 * time.Minute), cfg: cfg,
 			requeue: time.Minute},
 	} {

@@ -243,8 +243,9 @@ func (r *Reconciler) waitForCreated(ctx context.Context, s *scope, kind string, 
 }
 
 // checkWanted stops unless the claim still waits for a sandbox target: marked
-// for this provisioner, not being deleted, not bound, not lost (a lost claim
-// is not re-provisioned: its target was deleted on purpose).
+// for this provisioner, not being deleted, not naming another target in
+// spec.targetName, not bound, not lost (a lost claim is not re-provisioned:
+// its target was deleted on purpose).
 func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
 	c := s.claim
 	var why string
@@ -253,6 +254,13 @@ func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
 		why = "not marked for " + appstudiov1alpha1.SandboxProvisioner
 	case !c.DeletionTimestamp.IsZero():
 		why = "being deleted"
+	case sandbox.NamesOtherTarget(c):
+		// The binder binds such a claim statically, to that target only:
+		// a target provisioned now would never be bound (or, held by the
+		// claim, would block the static binding), and its SpaceRequest
+		// would hold a namespace for nothing. The orphan reconciler deletes
+		// a SpaceRequest made before spec.targetName was set.
+		why = "spec.targetName names another target"
 	case c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound,
 		c.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue:
 		why = "bound"

@@ -1,11 +1,12 @@
 // Package orphan deletes SpaceRequests the sandbox-provisioner created that
 // nothing will use any more: their claim is gone (or being deleted, or
-// replaced by a new claim of the same name) and no DeploymentTarget was made
-// from them. Such a SpaceRequest is deleted whatever the class's
-// reclaimPolicy says: the policy is about a claim's target, what a bound
-// claim handed out (seed 004: Retain keeps the target and what it points
-// to), and this SpaceRequest never backed a target; nothing refers to it, and
-// kept it would hold a namespace for ever.
+// replaced by a new claim of the same name, or now names another target in
+// spec.targetName, so that the binder binds it to that target only) and no
+// DeploymentTarget was made from them. Such a SpaceRequest is deleted
+// whatever the class's reclaimPolicy says: the policy is about a claim's
+// target, what a bound claim handed out (seed 004: Retain keeps the target
+// and what it points to), and this SpaceRequest never backed a target;
+// nothing refers to it, and kept it would hold a namespace for ever.
 //
 // A target made from the SpaceRequest in the moment its claim went (the
 // provisioner's cache still showed the claim) was never bound: it is an
@@ -25,7 +26,10 @@
 // or gone, whose claim is gone, and that was never bound (a "late target") is
 // deleted as soon as its creation event arrives, whatever its class's
 // reclaimPolicy: what Retain would keep, the namespace its credentials point
-// to, is already being deleted, and nothing ever used the target.
+// to, is already being deleted, and nothing ever used the target. The same
+// holds for a claim that names another target: its late target is deleted
+// too (the binder would otherwise count it as held by the claim and refuse
+// the target the claim names).
 package orphan
 
 import (
@@ -122,6 +126,9 @@ func targetToSpaceRequest(_ context.Context, o client.Object) []reconcile.Reques
 type scope struct {
 	sr   *toolchainv1alpha1.SpaceRequest
 	stop bool
+	// claim is what the last claim check (the API server's, once past the
+	// cache) found.
+	claim claimUse
 	// orphanTarget is a target made from the SpaceRequest for the claim
 	// that is gone, never bound: deleted instead of the SpaceRequest.
 	orphanTarget *appstudiov1alpha1.DeploymentTarget
@@ -185,12 +192,13 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
 	claim := claimName(dt)
 	log := ctrl.LoggerFrom(ctx).WithValues("target", dt.Name, "claim", claim)
+	use := claimGone
 	for _, reader := range []client.Reader{r.Client, r.APIReader} {
 		if claim == "" {
 			break // released: no claim holds it
 		}
-		alive, err := claimAlive(ctx, reader, dt.Namespace, claim, dt.Name)
-		if err != nil || alive {
+		var err error
+		if use, err = claimUseOf(ctx, reader, dt.Namespace, claim, dt.Name); err != nil || use == claimUses {
 			return err
 		}
 	}
@@ -213,11 +221,14 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	if err != nil {
 		return fmt.Errorf("deleting DeploymentTarget %s made from a deleted SpaceRequest: %w", dt.Name, err)
 	}
-	log.Info("deleted a target made from a SpaceRequest that was deleted as an orphan: its claim is gone and it was never bound")
+	log.Info("deleted a target made from a SpaceRequest that was deleted as an orphan: its claim does not use it and it was never bound", "claimState", use.String())
 	// On the target: the SpaceRequest may be gone.
 	what := fmt.Sprintf("Claim %s is gone and this target", claim)
-	if claim == "" {
+	switch {
+	case claim == "":
 		what = "This target, released,"
+	case use == claimRedirected:
+		what = fmt.Sprintf("Claim %s names another target in spec.targetName and this target", claim)
 	}
 	r.Recorder.Eventf(dt, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
 		"%s, never bound, was made from SpaceRequest %s, which is being deleted (or gone) as an orphan; "+
@@ -247,28 +258,63 @@ func neverBound(dt *appstudiov1alpha1.DeploymentTarget) bool {
 	return dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseBound && dt.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseReleased
 }
 
-// claimAlive says whether the claim named name exists, is not being deleted,
-// and is the claim the object named objectName was made for (the name
-// carries the claim's UID: a claim created again under the same name is
-// another claim).
-func claimAlive(ctx context.Context, reader client.Reader, namespace, name, objectName string) (bool, error) {
+// claimUse is whether the claim an object was made for may still use it.
+type claimUse int
+
+const (
+	// claimUses: the claim exists, is not being deleted, is the claim
+	// object the object was made for, and names no other target.
+	claimUses claimUse = iota
+	// claimGone: the claim is gone, being deleted, or another claim object
+	// of the same name.
+	claimGone
+	// claimRedirected: the claim lives on, but its spec.targetName names
+	// another target; the binder binds it to that one only, and the
+	// provisioner makes nothing more for it (sandbox.NamesOtherTarget).
+	claimRedirected
+)
+
+func (u claimUse) String() string {
+	switch u {
+	case claimUses:
+		return "uses"
+	case claimRedirected:
+		return "namesOtherTarget"
+	default:
+		return "gone"
+	}
+}
+
+// claimUseOf reads the claim named name and says whether the object named
+// objectName, made for it, is still of use to it (the name carries the
+// claim's UID: a claim created again under the same name is another claim).
+func claimUseOf(ctx context.Context, reader client.Reader, namespace, name, objectName string) (claimUse, error) {
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return claimGone, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading DeploymentTargetClaim %s: %w", name, err)
+		return claimGone, fmt.Errorf("reading DeploymentTargetClaim %s: %w", name, err)
 	}
-	return claim.DeletionTimestamp.IsZero() && sandbox.ObjectName(claim) == objectName, nil
+	switch {
+	case !claim.DeletionTimestamp.IsZero() || sandbox.ObjectName(claim) != objectName:
+		return claimGone, nil
+	case sandbox.NamesOtherTarget(claim):
+		return claimRedirected, nil
+	default:
+		return claimUses, nil
+	}
 }
 
 // checkClaim stops if the SpaceRequest's claim still exists, is not being
-// deleted, and is the claim the SpaceRequest was made for.
+// deleted, is the claim the SpaceRequest was made for, and names no other
+// target.
 func (r *Reconciler) checkClaim(reader client.Reader) phase {
 	return func(ctx context.Context, s *scope) error {
-		alive, err := claimAlive(ctx, reader, s.sr.Namespace, appstudiov1alpha1.ClaimOf(s.sr), s.sr.Name)
-		s.stop = alive
+		use, err := claimUseOf(ctx, reader, s.sr.Namespace, appstudiov1alpha1.ClaimOf(s.sr), s.sr.Name)
+		s.claim = use
+		s.stop = err == nil && use == claimUses
 		return err
 	}
 }
@@ -276,6 +322,10 @@ func (r *Reconciler) checkClaim(reader client.Reader) phase {
 // checkTarget stops if a target was made from the SpaceRequest: then the
 // target's deletion deletes it. A target that still names the gone claim and
 // was never bound (made in the moment the claim went) is an orphan itself.
+// A target made for a claim that lives on but now names another target is
+// left alone: the claim still holds it (the binder reports the conflict, and
+// the claim's deletion reclaims it); only a SpaceRequest from which no target
+// was made is unused for certain.
 // It asks the API server, not the cache (this is the rare deletion path):
 // a target the provisioner created a moment ago must not be missed. One it
 // creates after this read is a late target (reconcileLateTarget).
@@ -288,7 +338,7 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
 	}
-	if dt.DeletionTimestamp.IsZero() && neverBound(dt) && sandbox.ProvisionedBySandbox(dt) &&
+	if s.claim == claimGone && dt.DeletionTimestamp.IsZero() && neverBound(dt) && sandbox.ProvisionedBySandbox(dt) &&
 		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name == appstudiov1alpha1.ClaimOf(s.sr) {
 		s.orphanTarget = dt
 		return nil
@@ -311,21 +361,25 @@ func (r *Reconciler) deleteUnusedSpaceRequest(ctx context.Context, s *scope) err
 	if err != nil {
 		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("deleted orphaned SpaceRequest: no target was made from it", "class", className)
+	ctrl.LoggerFrom(ctx).Info("deleted orphaned SpaceRequest: no target was made from it", "class", className, "claimState", s.claim.String())
+	what := "is gone"
+	if s.claim == claimRedirected {
+		what = "names another target in spec.targetName (the binder binds it to that target only)"
+	}
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
-		"Claim %s is gone and no target was made from this SpaceRequest; deleted it (a reclaimPolicy keeps targets, and this SpaceRequest never backed one)",
-		appstudiov1alpha1.ClaimOf(s.sr))
+		"Claim %s %s and no target was made from this SpaceRequest; deleted it (a reclaimPolicy keeps targets, and this SpaceRequest never backed one)",
+		appstudiov1alpha1.ClaimOf(s.sr), what)
 	return nil
 }
 
-// reclaimOrphanTarget applies the class's reclaimPolicy to a target made
-// from the SpaceRequest for the claim that is gone, never bound: Delete
-// deletes it (and so the SpaceRequest); Retain, or a class that no longer
-// exists, keeps both.
+// reclaimOrphanTarget applies the reclaimPolicy of the target's class to a
+// target made from the SpaceRequest for the claim that is gone, never bound:
+// Delete deletes it (and so the SpaceRequest); Retain, or a class that no
+// longer exists, keeps both.
 func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
 	log := ctrl.LoggerFrom(ctx)
 	dt := s.orphanTarget
-	className := appstudiov1alpha1.ClassOf(s.sr)
+	className := orphanTargetClass(dt, s.sr)
 	policy := appstudiov1alpha1.ReclaimPolicyDelete
 	class := &appstudiov1alpha1.DeploymentTargetClass{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: className}, class)
@@ -362,4 +416,17 @@ func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
 		"Claim %s went before target %s made from this SpaceRequest was bound; deleted the target (class %s, reclaimPolicy Delete)",
 		appstudiov1alpha1.ClaimOf(s.sr), dt.Name, className)
 	return nil
+}
+
+// orphanTargetClass is the class whose reclaimPolicy applies to dt, made from
+// sr: the target's own class, as in the dt-binder. The SpaceRequest's class
+// label records the claim's class when the SpaceRequest was made; a pending
+// claim switched to another class afterwards gets a target of its new class,
+// and that class's policy (say Retain) must not be overridden by the old one
+// (say Delete). The label is only a fallback for a target naming no class.
+func orphanTargetClass(dt *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.SpaceRequest) string {
+	if dt.Spec.DeploymentTargetClassName != "" {
+		return dt.Spec.DeploymentTargetClassName
+	}
+	return appstudiov1alpha1.ClassOf(sr)
 }

@@ -57,6 +57,14 @@ func ObjectName(claim *appstudiov1alpha1.DeploymentTargetClaim) string {
 	return prefix + "-" + suffix
 }
 
+// NamesOtherTarget says whether claim's spec.targetName names a target other
+// than the one this provisioner makes for it (ObjectName): the binder then
+// binds the claim statically to that target, and nothing this provisioner
+// makes for the claim would be used.
+func NamesOtherTarget(claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return claim.Spec.TargetName != "" && claim.Spec.TargetName != ObjectName(claim)
+}
+
 // WantsSandbox says whether the binder marked claim for this provisioner.
 func WantsSandbox(o metav1.Object) bool {
 	return o.GetAnnotations()[appstudiov1alpha1.ProvisionerAnnotation] == appstudiov1alpha1.SandboxProvisioner

@@ -4,21 +4,35 @@
 // (the SpaceRequest controller removes the namespace first), and only then
 // releases the target by removing the finalizer. It never writes target
 // status: the binder reports Failed when the SpaceRequest cannot terminate.
+//
+// A target carrying the finalizer is looked after whatever its annotations
+// say now: one whose provisioned-by annotation was edited away must still be
+// released when deleted. Its SpaceRequest is deleted only if it is one the
+// provisioner made (labelled with its claim).
+//
+// A SpaceRequest deleted out of band (by anyone but this reconciler) while
+// its target lives leaves the target, possibly Bound, pointing at a
+// namespace that is going: a Warning Event on the target says so, once per
+// deletion seen. The target is not deleted: it belongs to its claim, and its
+// class's reclaimPolicy decides when the claim goes.
 package target
 
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,6 +49,9 @@ const (
 	EventDeletingSpaceRequest     = "DeletingSpaceRequest"
 	EventSpaceRequestNotTerminate = "SpaceRequestUnableToTerminate"
 	EventReleased                 = "Released"
+	// EventSpaceRequestDeletedOutOfBand: the SpaceRequest of a live target
+	// is being deleted, or gone, and the provisioner did not delete it.
+	EventSpaceRequestDeletedOutOfBand = "SpaceRequestDeletedOutOfBand"
 	// EventDeprovisioningFailed: a reconcile of a target failed with an
 	// error (deleting its SpaceRequest, a finalizer write); it is retried
 	// with back-off.
@@ -56,6 +73,57 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on targets.
 	Recorder events.EventRecorder
+
+	// deletions are SpaceRequest deletions seen in watch events, by the
+	// target of the SpaceRequest's name, for the target's next reconcile to
+	// report; reported are those reported, so that each is reported once.
+	deletions, reported uidsByKey
+}
+
+// uidsByKey maps a target to the UID of a SpaceRequest. It is safe for
+// concurrent use; the zero value is ready.
+type uidsByKey struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]types.UID
+}
+
+func (u *uidsByKey) set(key types.NamespacedName, uid types.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[types.NamespacedName]types.UID{}
+	}
+	u.m[key] = uid
+}
+
+func (u *uidsByKey) get(key types.NamespacedName) (types.UID, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uid, ok := u.m[key]
+	return uid, ok
+}
+
+// take returns and forgets key's UID.
+func (u *uidsByKey) take(key types.NamespacedName) (types.UID, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uid, ok := u.m[key]
+	delete(u.m, key)
+	return uid, ok
+}
+
+func (u *uidsByKey) forget(key types.NamespacedName) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m, key)
+}
+
+// ours says whether this reconciler looks after target o: made by the
+// provisioner, or carrying its finalizer, whatever its annotations say now
+// (otherwise a target whose provisioned-by annotation was edited away could
+// never lose the finalizer, and its deletion would hang for ever).
+func ours(o client.Object) bool {
+	return sandbox.ProvisionedBySandbox(o) || controllerutil.ContainsFinalizer(o, appstudiov1alpha1.TargetFinalizer)
 }
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
@@ -67,11 +135,61 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("target").
 		For(&appstudiov1alpha1.DeploymentTarget{},
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return sandbox.ProvisionedBySandbox(o) }))).
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(e event.CreateEvent) bool { return ours(e.Object) },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return ours(e.ObjectNew) },
+				GenericFunc: func(e event.GenericEvent) bool { return ours(e.Object) },
+				// Every deletion: the reconcile forgets what it remembers
+				// of the target (no request: the cache says it is gone).
+				DeleteFunc: func(event.DeleteEvent) bool { return true },
+			})).
 		// A SpaceRequest's deletion (or failure to terminate) brings its
 		// target back. Target and SpaceRequest share their name.
-		Watches(&toolchainv1alpha1.SpaceRequest{}, handler.EnqueueRequestsFromMapFunc(spaceRequestToTarget)).
+		Watches(&toolchainv1alpha1.SpaceRequest{}, spaceRequestEvents{
+			EventHandler: handler.EnqueueRequestsFromMapFunc(spaceRequestToTarget),
+			deletions:    &r.deletions,
+		}).
 		Complete(r)
+}
+
+// spaceRequestEvents enqueues a SpaceRequest's target, and remembers a
+// deletion of the SpaceRequest (its transition to being deleted, or its
+// disappearance) for the target's reconcile to report if the target lives:
+// the deletion is seen once, in its event, so it is reported once, and a
+// reconcile without such an event costs nothing. A SpaceRequest already
+// being deleted when the cache starts counts as a deletion seen (a process
+// that restarts reports it again).
+type spaceRequestEvents struct {
+	handler.EventHandler
+	deletions *uidsByKey
+}
+
+func (h spaceRequestEvents) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.Object.GetDeletionTimestamp() != nil {
+		h.seen(e.Object)
+	}
+	h.EventHandler.Create(ctx, e, q)
+}
+
+func (h spaceRequestEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
+		h.seen(e.ObjectNew)
+	}
+	h.EventHandler.Update(ctx, e, q)
+}
+
+func (h spaceRequestEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.seen(e.Object)
+	h.EventHandler.Delete(ctx, e, q)
+}
+
+// seen records the deletion before the target is enqueued, so that the
+// reconcile finds it.
+func (h spaceRequestEvents) seen(o client.Object) {
+	if o.GetLabels()[appstudiov1alpha1.ClaimLabel] == "" {
+		return
+	}
+	h.deletions.set(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, o.GetUID())
 }
 
 func spaceRequestToTarget(_ context.Context, o client.Object) []reconcile.Request {
@@ -98,9 +216,17 @@ func (s *scope) Stopped() bool { return s.stop }
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !sandbox.ProvisionedBySandbox(dt) {
+	if !dt.DeletionTimestamp.IsZero() || !ours(dt) {
+		// Its SpaceRequest's deletion is this reconciler's own, or none
+		// of its business.
+		r.forget(req.NamespacedName)
+	}
+	if !ours(dt) {
 		return ctrl.Result{}, nil
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
@@ -109,7 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &scope{dt: dt}
 	var err error
 	if dt.DeletionTimestamp.IsZero() {
-		err = sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer})
+		err = sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer, r.reportSpaceRequestDeletion})
 	} else {
 		err = sandbox.RunPhases(ctx, s, []phase{
 			r.checkFinalizerPresent,
@@ -122,6 +248,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventDeprovisioningFailed, "Deprovision", "%v", err)
 	}
 	return ctrl.Result{}, err
+}
+
+// forget drops what the reconciler remembers of the target key.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.deletions.forget(key)
+	r.reported.forget(key)
 }
 
 // spaceRequestName is the SpaceRequest backing dt: its annotation, else (for
@@ -144,6 +276,9 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, dt *appstudiov1alpha1.
 }
 
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if !sandbox.ProvisionedBySandbox(s.dt) {
+		return nil // it carries the finalizer (ours); nothing to add
+	}
 	if err := r.patchFinalizers(ctx, s.dt, func(o client.Object) bool {
 		return controllerutil.AddFinalizer(o, appstudiov1alpha1.TargetFinalizer)
 	}); err != nil {
@@ -168,6 +303,11 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 	}
 	if err != nil {
 		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+	}
+	if !deletable(s.dt, sr) {
+		log.Info("not deleting a SpaceRequest the provisioner did not make: the target is not annotated provisioned-by and the SpaceRequest carries no claim label",
+			"provisionedBy", s.dt.Annotations[appstudiov1alpha1.ProvisionedByAnnotation])
+		return nil
 	}
 	if sr.DeletionTimestamp.IsZero() {
 		spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindTarget, "DeleteSpaceRequest", sandbox.AttrSpaceRequest.String(name))
@@ -194,15 +334,80 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 // behind a SpaceRequest created moments ago.
 func (r *Reconciler) confirmSpaceRequestGone(ctx context.Context, s *scope) error {
 	name := spaceRequestName(s.dt)
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.dt.Namespace, Name: name}, &toolchainv1alpha1.SpaceRequest{})
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.dt.Namespace, Name: name}, sr)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	}
+	if !deletable(s.dt, sr) {
+		return nil // not the provisioner's: not waited for
+	}
 	// Still there: the cache will catch up and bring the target back.
 	s.stop = true
+	return nil
+}
+
+// deletable: sr is the SpaceRequest the provisioner made for dt. A target
+// annotated provisioned-by names its own (its annotation, else its name, as
+// it always did). A target that only carries the finalizer (its annotations
+// were edited away) is released in any case, but the SpaceRequest of its
+// name is deleted only if the provisioner made one (labelled with a claim):
+// anything else is not the provisioner's to delete.
+func deletable(dt *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.SpaceRequest) bool {
+	return sandbox.ProvisionedBySandbox(dt) || sr.Labels[appstudiov1alpha1.ClaimLabel] != ""
+}
+
+// reportSpaceRequestDeletion records a Warning Event on a live target whose
+// SpaceRequest was deleted by someone else: the namespace its credentials
+// point to is going, and the target, possibly Bound, would otherwise say
+// nothing. Only a deletion seen in a SpaceRequest event is looked at (the
+// normal path costs nothing); the cache is read, and a SpaceRequest the
+// cache does not show is confirmed gone with the API server. The target is
+// kept: deleting it is its claim's (and its class's reclaimPolicy's) call.
+func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) error {
+	key := client.ObjectKeyFromObject(s.dt)
+	uid, ok := r.deletions.take(key)
+	if !ok {
+		return nil
+	}
+	name := spaceRequestName(s.dt)
+	srKey := client.ObjectKey{Namespace: s.dt.Namespace, Name: name}
+	sr := &toolchainv1alpha1.SpaceRequest{}
+	err := r.Client.Get(ctx, srKey, sr)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, srKey, sr)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		sr = nil
+	case err != nil:
+		r.deletions.set(key, uid) // looked at again on the retry
+		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+	case sr.DeletionTimestamp.IsZero():
+		return nil // alive: the deletion seen was of another object
+	default:
+		uid = sr.UID
+	}
+	if sr != nil && !deletable(s.dt, sr) {
+		return nil
+	}
+	if prev, ok := r.reported.get(key); ok && prev == uid {
+		return nil // this deletion was reported already (its delete event after its update)
+	}
+	r.reported.set(key, uid)
+	state := "is being deleted"
+	if sr == nil {
+		state = "is gone"
+	}
+	ctrl.LoggerFrom(ctx).Info("the SpaceRequest of a live target was deleted out of band; keeping the target",
+		"state", state, "phase", string(s.dt.Status.Phase), "namespace", s.dt.Spec.KubernetesClusterCredentials.DefaultNamespace)
+	r.Recorder.Eventf(s.dt, nil, corev1.EventTypeWarning, EventSpaceRequestDeletedOutOfBand, "Provision",
+		"SpaceRequest %s %s, deleted by someone other than the provisioner while this target lives (phase %q): namespace %s its credentials point to goes with it. "+
+			"The target is kept; delete its claim (or the target) to let the class's reclaimPolicy clean up",
+		name, state, s.dt.Status.Phase, s.dt.Spec.KubernetesClusterCredentials.DefaultNamespace)
 	return nil
 }
 

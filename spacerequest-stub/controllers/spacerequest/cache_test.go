@@ -208,7 +208,8 @@ func TestOnlyTheStubsObjectsAreCached(t *testing.T) {
 // TestRequestsPerSpaceRequest: provisioning a SpaceRequest costs the stub
 // eight API requests, all writes (its reads come from its caches): the
 // finalizer, the namespace, ServiceAccount and RoleBinding, the token, the
-// kubeconfig Secret, the status and the Provisioned event.
+// kubeconfig Secret, the status and the Provisioned event. Its deletion reads
+// no SpaceRequest from the API server.
 func TestRequestsPerSpaceRequest(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -256,4 +257,18 @@ func TestRequestsPerSpaceRequest(t *testing.T) {
 	finalizeNamespace(t, g, team+"-env")
 	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, sr)) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+	// Once the SpaceRequest is gone, the stub looks for a namespace it left
+	// behind (a force-deleted SpaceRequest) in its cache only: it asks the
+	// API server whether the SpaceRequest is gone only when its cache holds
+	// such a namespace, which the normal deletion never leaves.
+	reads := func() []string {
+		var out []string
+		for _, r := range stubRequests.since(start) {
+			if v := r.verb(); (v == "get" || v == "list") && strings.Contains(r.url.Path, "/namespaces/"+team+"/spacerequests") {
+				out = append(out, r.String())
+			}
+		}
+		return out
+	}
+	g.Consistently(reads).WithTimeout(consistency).WithPolling(interval).Should(BeEmpty())
 }

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
@@ -139,8 +140,11 @@ func TestGeneratedRoleGrantsExactlyTheVerbsTheStubUses(t *testing.T) {
 // must allow but the stub never does is refused by its admission policy
 // (config/policies): a service-account-token Secret (kube-controller-manager
 // would fill it with a token of any ServiceAccount), an unlabelled Secret,
-// ServiceAccounts and RoleBindings in a namespace it did not provision, and
-// deleting a namespace that is not its own. What it provisions passes.
+// ServiceAccounts, RoleBindings and tokens in a namespace it did not
+// provision, deleting a namespace that is not its own, and an UPDATE that
+// labels a foreign namespace or Secret (judged by what the object was, not
+// only by what the write makes it). What it provisions passes, also an update
+// that labels its own object again after someone removed the label.
 func TestWritePolicyLimitsTheStubToWhatItProvisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -169,8 +173,63 @@ func TestWritePolicyLimitsTheStubToWhatItProvisions(t *testing.T) {
 	refused(asStub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}}), "deleting a namespace that is not the stub's")
 	refused(asStub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unique("unlabelled")}}), "an unlabelled namespace")
 
+	// UPDATE: a write that makes a foreign object "the stub's" (adds the
+	// label) is judged by what the object was. Without that, the stub's token
+	// could label any namespace (kube-system), apply a namespace-manager
+	// ServiceAccount and a RoleBinding to edit in it and mint a token, or
+	// relabel and rewrite anyone's Secret in one patch.
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: "theirs"}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"password": []byte("theirs")}}
+	g.Expect(env.Client.Create(ctx, theirs)).To(Succeed())
+	refused(asStub.Patch(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: "theirs"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"spacerequest-stub"}},"data":{"password":"b3Vycw=="}}`))),
+		"labelling and rewriting a foreign Secret in one patch")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+	g.Expect(string(theirs.Data["password"])).To(Equal("theirs"))
+	// TokenRequest: RBAC allows namespace-manager's token in any namespace;
+	// the policy only in the stub's.
+	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: spacerequest.ServiceAccountName}})).To(Succeed())
+	refused(asStub.SubResource("token").Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: foreign, Name: spacerequest.ServiceAccountName}},
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}),
+		"a token of a namespace-manager ServiceAccount in a namespace the stub did not provision")
+
+	refused(asStub.Apply(ctx, corev1ac.Namespace(foreign).WithLabels(labels), client.FieldOwner("policy-test"), client.ForceOwnership),
+		"labelling a foreign namespace (server-side apply)")
+	refused(asStub.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"spacerequest-stub"}}}`))),
+		"labelling a foreign namespace (merge patch)")
+	ns := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: foreign}, ns)).To(Succeed())
+	g.Expect(ns.Labels).NotTo(HaveKey(spacerequest.ManagedByLabel))
+
 	own := unique("stub-policy")
-	g.Expect(asStub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own, Labels: labels}})).To(Succeed())
+	ownAnnotations := map[string]string{spacerequest.SpaceRequestAnnotation: own + "/sr"}
+	g.Expect(asStub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own, Labels: labels, Annotations: ownAnnotations}})).To(Succeed())
 	g.Expect(asStub.Apply(ctx, corev1ac.ServiceAccount(spacerequest.ServiceAccountName, own), client.FieldOwner("policy-test"))).To(Succeed())
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	g.Expect(asStub.SubResource("token").Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: spacerequest.ServiceAccountName}}, tr)).To(Succeed(),
+		"a token of namespace-manager in the stub's namespace")
+	g.Expect(tr.Status.Token).NotTo(BeEmpty())
+	g.Expect(asStub.Apply(ctx, corev1ac.Namespace(own).WithLabels(labels).WithAnnotations(ownAnnotations),
+		client.FieldOwner("policy-test"), client.ForceOwnership)).To(Succeed(), "updating the stub's own namespace")
+	// Someone removes the label; the stub puts it back (its annotation says
+	// the namespace is its own): an UPDATE of what was the stub's.
+	g.Expect(env.Client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`)))).To(Succeed())
+	g.Expect(asStub.Apply(ctx, corev1ac.Namespace(own).WithLabels(labels).WithAnnotations(ownAnnotations),
+		client.FieldOwner("policy-test"), client.ForceOwnership)).To(Succeed(), "labelling the stub's own namespace again")
+	// The same for the stub's Secret: updated, and labelled again.
+	ownSecret := func(data string) *corev1ac.SecretApplyConfiguration {
+		return corev1ac.Secret("kubeconfig", own).WithLabels(labels).WithAnnotations(ownAnnotations).
+			WithType(corev1.SecretTypeOpaque).WithData(map[string][]byte{"kubeconfig": []byte(data)})
+	}
+	g.Expect(asStub.Apply(ctx, ownSecret("one"), client.FieldOwner("policy-test"), client.ForceOwnership)).To(Succeed())
+	g.Expect(asStub.Apply(ctx, ownSecret("two"), client.FieldOwner("policy-test"), client.ForceOwnership)).To(Succeed(), "updating the stub's own Secret")
+	g.Expect(env.Client.Patch(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "kubeconfig"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`)))).To(Succeed())
+	g.Expect(asStub.Apply(ctx, ownSecret("three"), client.FieldOwner("policy-test"), client.ForceOwnership)).To(Succeed(),
+		"labelling the stub's own Secret again")
 	g.Expect(asStub.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}})).To(Succeed())
 }

@@ -65,6 +65,14 @@ const (
 	// conflictRetry is how soon a status write that found the cache behind
 	// is retried.
 	conflictRetry = 500 * time.Millisecond
+	// minDeletionRetry and maxDeletionRetry bound how soon a deleted
+	// SpaceRequest is looked at again when a deletion step failed, or when
+	// its namespace is terminating but not in Managed (so no event will say
+	// when it is gone). In between, the wait is a quarter of the time since
+	// the deletion: a bounded back-off that needs no state and never
+	// overshoots the termination timeout (see deletionRetry).
+	minDeletionRetry = time.Second
+	maxDeletionRetry = time.Minute
 )
 
 // Event reasons.
@@ -79,6 +87,11 @@ const (
 	EventNamespaceNotOwned    = "NamespaceNotOwned"
 	EventNamespaceTerminating = "NamespaceTerminating"
 	EventClusterRoleNotReady  = "ClusterRoleNotReady"
+	EventTerminationFailed    = "TerminationFailed"
+	// EventOrphanedNamespaceDeleted is recorded on a namespace the stub
+	// deleted because its SpaceRequest is gone without the stub having
+	// cleaned up (its finalizer was removed by hand).
+	EventOrphanedNamespaceDeleted = "OrphanedNamespaceDeleted"
 )
 
 // RBAC of this reconciler (least privilege), collected into the binary's
@@ -93,7 +106,9 @@ const (
 // has no name), so those rules cannot name them. Only the verbs the code
 // uses: caches list and watch (they never get); only namespaces and Secrets
 // are read one by one from the API server (APIReader), so only they have
-// get. rbac_test.go asserts the exact verbs per resource. See README.md.
+// get (a SpaceRequest is confirmed gone with a list of its one name, see
+// deleteOrphanedNamespace). rbac_test.go asserts the exact verbs per
+// resource. See README.md.
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/status,verbs=patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests/finalizers,verbs=update
@@ -266,6 +281,10 @@ type scope struct {
 	wasReady bool
 	// gone: the SpaceRequest is gone, or its finalizer was removed (it goes).
 	gone bool
+	// failed is a deletion step's error that the reconcile reports in the
+	// SpaceRequest's status and retries itself (see terminationFailed)
+	// rather than returning it; it still marks the reconcile span.
+	failed error
 }
 
 type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
@@ -277,10 +296,11 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sr); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, r.deleteOrphanedNamespace(ctx, req.NamespacedName)
 	}
 	if r.superseded.Stale(req.NamespacedName, sr.ResourceVersion) {
 		// The cache is behind the stub's own write; that write's watch
@@ -301,7 +321,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		} else {
 			phases.Phase(req.Namespace, req.Name, persisted)
 		}
-		tracing.EndReconcile(span, persisted, retErr)
+		tracing.EndReconcile(span, persisted, errors.Join(retErr, s.failed))
 	}()
 	defer func() {
 		if s.skipStatus {
@@ -327,13 +347,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	if !sr.DeletionTimestamp.IsZero() {
-		return doReconcile(ctx, s, []phase{
+		res, err := doReconcile(ctx, s, []phase{
 			r.checkFinalizerPresent,
 			r.markTerminating,
 			r.deleteSecret,
 			r.deleteNamespace,
 			r.removeFinalizer,
 		})
+		if err != nil && !apierrors.IsConflict(err) {
+			// A conflict only means the cache was behind: retry quietly.
+			return r.terminationFailed(ctx, s, err), nil
+		}
+		return res, err
 	}
 	res, err := doReconcile(ctx, s, []phase{
 		r.addFinalizer,
@@ -432,9 +457,15 @@ func (r *Reconciler) clock() time.Time {
 	return time.Now()
 }
 
-// setReady sets the Ready condition and the observed generation.
+// setReady sets the Ready condition and the observed generation. Entering
+// UnableToTerminate sets lastTransitionTime to now although the status stays
+// False (meta.SetStatusCondition moves it only when the status changes): it
+// is the contract (README) that it says when UnableToTerminate began, and the
+// dt-binder's deadline for a SpaceRequest that cannot terminate counts from
+// it.
 func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.ConditionStatus, reason, message string) {
 	sr.Status.ObservedGeneration = sr.Generation
+	enters := reason == toolchainv1alpha1.ReasonUnableToTerminate && readyReason(sr) != reason
 	meta.SetStatusCondition(&sr.Status.Conditions, metav1.Condition{
 		Type:               toolchainv1alpha1.ConditionReady,
 		Status:             status,
@@ -442,6 +473,9 @@ func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.
 		Message:            message,
 		ObservedGeneration: sr.Generation,
 	})
+	if enters {
+		meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady).LastTransitionTime = metav1.NewTime(r.clock())
+	}
 }
 
 func readyReason(sr *toolchainv1alpha1.SpaceRequest) string {
@@ -554,6 +588,8 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 	name := NamespaceName(s.sr)
 	existing := metadataOf(namespaceGVK)
 	err := r.Managed.Get(ctx, client.ObjectKey{Name: name}, existing)
+	// live: existing was read from the API server, not from Managed.
+	live := false
 	if apierrors.IsNotFound(err) {
 		// Not the stub's, or not labelled, or not cached yet: create it, and
 		// if it exists, look at it on the API server.
@@ -570,7 +606,7 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, nil
 		}
 		if apierrors.IsAlreadyExists(err) {
-			err = r.readLive(ctx, client.ObjectKey{Name: name}, existing)
+			err, live = r.readLive(ctx, client.ObjectKey{Name: name}, existing), true
 		}
 	}
 	switch {
@@ -589,13 +625,18 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: foreignNamespaceRetry}, nil
 	case !existing.DeletionTimestamp.IsZero():
 		// Left over from an earlier SpaceRequest of the same name: wait for
-		// it to go; its deletion event brings the stub back here.
+		// it to go; its deletion event brings the stub back here if Managed
+		// holds it. One read from the API server (it lost the stub's label)
+		// goes without an event: look again, with a bounded back-off.
 		msg := fmt.Sprintf("Namespace %s is still terminating from an earlier SpaceRequest; waiting for it to go", name)
 		if !conditionMessageIs(s.sr, msg) {
 			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceTerminating, "Provision", "%s", msg)
 		}
 		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonProvisioning, msg)
 		s.stop = true
+		if live {
+			return ctrl.Result{RequeueAfter: backoff(r.clock().Sub(existing.DeletionTimestamp.Time))}, nil
+		}
 		return ctrl.Result{}, nil
 	case existing.Labels[ManagedByLabel] == ManagedByValue:
 		// Labels and annotations are all the stub applies: nothing to do.
@@ -889,11 +930,60 @@ func (r *Reconciler) markTerminating(ctx context.Context, s *scope) (ctrl.Result
 	}
 	ns := NamespaceName(s.sr)
 	ctrl.LoggerFrom(ctx).Info("terminating", "namespace", ns)
-	r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonTerminating,
-		fmt.Sprintf("Deleting namespace %s and Secret %s", ns, SecretName(s.sr)))
-	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventTerminating, "Terminate",
-		"Deleting namespace %s and Secret %s", ns, SecretName(s.sr))
+	r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonTerminating, terminatingMessage(s.sr))
+	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventTerminating, "Terminate", "%s", terminatingMessage(s.sr))
 	return ctrl.Result{}, nil
+}
+
+func terminatingMessage(sr *toolchainv1alpha1.SpaceRequest) string {
+	return fmt.Sprintf("Deleting namespace %s and Secret %s", NamespaceName(sr), SecretName(sr))
+}
+
+func unableToTerminateMessage(sr *toolchainv1alpha1.SpaceRequest, timeout time.Duration) string {
+	return fmt.Sprintf("Namespace %s is still there %s after the SpaceRequest was deleted", NamespaceName(sr), timeout)
+}
+
+// terminationFailed reports a deletion step that failed: the error goes into
+// the Ready condition's message and a Warning event (once per change of the
+// message), the reason is Terminating or, once the termination timeout has
+// passed, UnableToTerminate: wherever deletion is stuck, a consumer waiting
+// for UnableToTerminate (the dt-binder) sees it. The step is retried with a
+// bounded back-off that looks again exactly when the timeout passes (an
+// error returned to controller-runtime would back off past it).
+func (r *Reconciler) terminationFailed(ctx context.Context, s *scope, err error) ctrl.Result {
+	s.failed = err
+	elapsed := r.clock().Sub(s.sr.DeletionTimestamp.Time)
+	reason, event := toolchainv1alpha1.ReasonTerminating, EventTerminationFailed
+	msg := fmt.Sprintf("%s failed, retrying: %v", terminatingMessage(s.sr), err)
+	if elapsed >= r.TerminationTimeout {
+		reason, event = toolchainv1alpha1.ReasonUnableToTerminate, EventUnableToTerminate
+		msg = fmt.Sprintf("%s; deleting it failed, retrying: %v", unableToTerminateMessage(s.sr, r.TerminationTimeout), err)
+	}
+	retry := r.deletionRetry(elapsed)
+	ctrl.LoggerFrom(ctx).Error(err, "deletion step failed", "namespace", NamespaceName(s.sr), "reason", reason, "retryAfter", retry)
+	if readyReason(s.sr) != reason || !conditionMessageIs(s.sr, msg) {
+		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, event, "Terminate", "%s", msg)
+	}
+	r.setReady(s.sr, metav1.ConditionFalse, reason, msg)
+	return ctrl.Result{RequeueAfter: retry}
+}
+
+// deletionRetry is how soon a deleted SpaceRequest is looked at again when
+// no event will bring it back: a quarter of the time since its deletion,
+// within [minDeletionRetry, maxDeletionRetry], and no later than the
+// termination timeout.
+func (r *Reconciler) deletionRetry(elapsed time.Duration) time.Duration {
+	d := backoff(elapsed)
+	if left := r.TerminationTimeout - elapsed; left > 0 && left < d {
+		d = left
+	}
+	return d
+}
+
+// backoff grows with the time something has been waiting for, within
+// [minDeletionRetry, maxDeletionRetry]; it needs no state of its own.
+func backoff(elapsed time.Duration) time.Duration {
+	return min(max(elapsed/4, minDeletionRetry), maxDeletionRetry)
 }
 
 func (r *Reconciler) deleteSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -944,16 +1034,76 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 
 	s.stop = true
 	elapsed := r.clock().Sub(s.sr.DeletionTimestamp.Time)
+	var res ctrl.Result
 	if elapsed < r.TerminationTimeout {
-		return ctrl.Result{RequeueAfter: r.TerminationTimeout - elapsed}, nil
-	}
-	if readyReason(s.sr) != toolchainv1alpha1.ReasonUnableToTerminate {
-		msg := fmt.Sprintf("Namespace %s is still terminating %s after the SpaceRequest was deleted", name, r.TerminationTimeout)
-		log.Info("unable to terminate", "namespace", name, "timeout", r.TerminationTimeout)
+		// Also replaces the message of a step that failed before.
+		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonTerminating, terminatingMessage(s.sr))
+		res.RequeueAfter = r.TerminationTimeout - elapsed
+	} else {
+		msg := unableToTerminateMessage(s.sr, r.TerminationTimeout)
+		if readyReason(s.sr) != toolchainv1alpha1.ReasonUnableToTerminate {
+			log.Info("unable to terminate", "namespace", name, "timeout", r.TerminationTimeout)
+			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventUnableToTerminate, "Terminate", "%s", msg)
+		}
 		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonUnableToTerminate, msg)
-		r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventUnableToTerminate, "Terminate", "%s", msg)
 	}
-	return ctrl.Result{}, nil
+	// The namespace's deletion event brings the stub back only if Managed
+	// holds it: one that lost the stub's label (read above from the API
+	// server) goes without an event, so look again (bounded back-off).
+	// Managed is a cache: this costs no request.
+	if err := r.Managed.Get(ctx, client.ObjectKey{Name: name}, metadataOf(namespaceGVK)); apierrors.IsNotFound(err) {
+		retry := r.deletionRetry(elapsed)
+		if res.RequeueAfter == 0 || retry < res.RequeueAfter {
+			res.RequeueAfter = retry
+		}
+		log.V(1).Info("namespace is not in the stub's cache, no event will say it is gone; looking again", "namespace", name, "retryAfter", retry)
+	}
+	return res, nil
+}
+
+// deleteOrphanedNamespace deletes the namespace provisioned for a SpaceRequest
+// that is gone without the stub having cleaned up (its finalizer was removed
+// by hand): otherwise the namespace, its ServiceAccount and RoleBinding, and
+// the tokens handed out for it, would outlive it. (Deleting the namespace
+// deletes the ServiceAccount, which invalidates its tokens; the kubeconfig
+// Secret has an owner reference to the SpaceRequest, so the garbage
+// collector deletes it.) It costs no request on the normal path: the stub
+// removes its finalizer only once the namespace is gone, so Managed holds no
+// such namespace, or holds it terminating. Only a namespace of the stub's
+// (in Managed, so labelled) whose annotation names the SpaceRequest is
+// deleted, after the API server confirmed that the SpaceRequest is gone (the
+// manager's cache may be behind one created again), with a UID
+// precondition.
+func (r *Reconciler) deleteOrphanedNamespace(ctx context.Context, key types.NamespacedName) error {
+	gone := &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	name := NamespaceName(gone)
+	cached := metadataOf(namespaceGVK)
+	if err := r.Managed.Get(ctx, client.ObjectKey{Name: name}, cached); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cached.Annotations[SpaceRequestAnnotation] != Key(gone) || !cached.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	// The stub's RBAC lists SpaceRequests (it has no get): a list of the one
+	// name, from the API server.
+	list := &toolchainv1alpha1.SpaceRequestList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
+		return fmt.Errorf("confirming that SpaceRequest %s is gone: %w", key, err)
+	}
+	if len(list.Items) > 0 {
+		// It exists: its own watch event brings the reconcile that serves it.
+		return nil
+	}
+	ns := metadataOf(namespaceGVK)
+	ns.Name, ns.UID = name, cached.UID
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID})); err != nil {
+		return fmt.Errorf("deleting namespace %s of SpaceRequest %s, which is gone: %w", name, key, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted the namespace of a SpaceRequest that is gone without being cleaned up (its finalizer was removed)",
+		"namespace", name, "uid", ns.UID)
+	r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, EventOrphanedNamespaceDeleted, "Terminate",
+		"SpaceRequest %s is gone without being cleaned up (its finalizer was removed); deleted its namespace %s", key, name)
+	return nil
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -160,11 +160,17 @@ func TestProvisionUseAndTerminate(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: team, Name: "staging-kubeconfig"}, &corev1.Secret{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the kubeconfig Secret is deleted")
 
-	// After the termination timeout: UnableToTerminate, finalizer kept.
+	// After the termination timeout: UnableToTerminate, finalizer kept; its
+	// lastTransitionTime is when UnableToTerminate began (Terminating →
+	// UnableToTerminate keeps Ready False, and the dt-binder's deadline
+	// counts from it).
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
+	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
 	cond = ready(g, key)
 	g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(cond.Message).To(ContainSubstring(provisioned))
+	g.Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", sr.DeletionTimestamp.Add(terminationTimeout)),
+		"lastTransitionTime is when UnableToTerminate began, not when Ready went False")
 
 	// The namespace finally goes (what the namespace controller would do):
 	// the SpaceRequest is released.

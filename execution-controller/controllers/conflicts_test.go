@@ -1,0 +1,283 @@
+package controllers_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
+)
+
+// expectConfigFailure waits for exec's job to end Failed with reason and
+// ERR_CONFIGURATION_PROBLEM, a message containing each of msg, and the
+// reason's Warning event.
+func expectConfigFailure(t *testing.T, exec *lsv1alpha1.Execution, reason string, msg ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	done := waitFinished(t, exec)
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(done.Status.LastError).NotTo(BeNil())
+	g.Expect(done.Status.LastError.Reason).To(Equal(reason))
+	g.Expect(done.Status.LastError.Codes).To(ContainElement(lsv1alpha1.ErrorConfigurationProblem))
+	for _, m := range msg {
+		g.Expect(done.Status.LastError.Message).To(ContainSubstring(m))
+	}
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, exec.Namespace, exec.Name) }).
+		WithTimeout(eventually).WithPolling(poll).Should(ContainElement(corev1.EventTypeWarning + "/" + reason))
+}
+
+// Item names are "<execution>-<item>": execution "app-db" item "main" and
+// execution "app" item "db-main" are both DeployItem "app-db-main". The
+// second execution must not take the first one's item over (owner, spec), nor
+// a user's own DeployItem of its item's name: its job fails with a
+// configuration error naming the item and its controller, and the item is
+// left as it was.
+func TestItemNameClashFailsWithoutTakingTheItemOver(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	first := newExecution(ns, "app", mockItem("db-main", mockv1alpha1.ProviderConfiguration{Export: export(`"first"`)}))
+	g.Expect(env.Client.Create(ctx, first)).To(Succeed())
+	g.Expect(waitFinished(t, first).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	before := getItem(g, ns, "app", "db-main")
+
+	clash := newExecution(ns, "app-db", mockItem("main", mockv1alpha1.ProviderConfiguration{Export: export(`"second"`)}))
+	g.Expect(env.Client.Create(ctx, clash)).To(Succeed())
+	expectConfigFailure(t, clash, execution.ReasonDeployItemNameConflict, ns+"/app-db-main", "Execution app", string(getExec(g, first).UID))
+
+	after := getItem(g, ns, "app", "db-main")
+	g.Expect(metav1.GetControllerOf(after).UID).To(Equal(getExec(g, first).UID), "the item keeps its controller")
+	g.Expect(after.Spec).To(Equal(before.Spec), "the item keeps its spec")
+	g.Expect(after.Labels).To(Equal(before.Labels))
+
+	// The owner's next job still runs its item.
+	g.Expect(env.Client.Patch(ctx, getExec(g, first), client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"landscaper.gardener.cloud/operation":"reconcile"}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, first)
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.JobID).NotTo(Equal(before.Status.JobID))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	// A user's standalone DeployItem is not adopted either.
+	solo := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo-x"},
+		Spec:       lsv1alpha1.DeployItemSpec{Type: noDeployerType},
+	}
+	g.Expect(env.Client.Create(ctx, solo)).To(Succeed())
+	adopter := newExecution(ns, "solo", mockItem("x", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, adopter)).To(Succeed())
+	expectConfigFailure(t, adopter, execution.ReasonDeployItemNameConflict, ns+"/solo-x", "controlled by nothing")
+	cur := &lsv1alpha1.DeployItem{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(solo), cur)).To(Succeed())
+	g.Expect(cur.OwnerReferences).To(BeEmpty())
+	g.Expect(cur.Spec.Type).To(Equal(noDeployerType))
+	g.Expect(cur.Labels).NotTo(HaveKey(lsv1alpha1.ManagedByExecutionLabel))
+}
+
+// A failed job start leaves no item with a reconcile-time stamp it will
+// never be handed a job for (a later false PickupTimeout).
+func TestNameClashLeavesNoStampedItemBehind(t *testing.T) {
+	ns := newNamespace(t)
+	// No deployer serves noDeployerType: only the stamp could change the item.
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(ctx, &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mix-taken"},
+		Spec:       lsv1alpha1.DeployItemSpec{Type: noDeployerType},
+	})).To(Succeed())
+	free := mockItem("a-free", mockv1alpha1.ProviderConfiguration{})
+	free.Type = noDeployerType
+	// "a-free" comes first: it is created (stamped) before the clash is met.
+	exec := newExecution(ns, "mix", free, mockItem("taken", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	expectConfigFailure(t, exec, execution.ReasonDeployItemNameConflict, ns+"/mix-taken")
+	di := getItem(g, ns, "mix", "a-free")
+	g.Expect(di.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+	g.Expect(di.Status.JobID).To(BeEmpty())
+}
+
+// A template the API server rejects (here a label key) fails the job with a
+// configuration error instead of retrying the write for ever.
+func TestRejectedItemTemplateFailsTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	bad := mockItem("bad", mockv1alpha1.ProviderConfiguration{})
+	bad.Labels = map[string]string{"bad key!": "x"}
+	exec := newExecution(ns, "rejected", bad)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	expectConfigFailure(t, exec, execution.ReasonDeployItemInvalid, "rejected-bad", "bad key!")
+	g.Expect(listItems(g, ns)).To(BeEmpty())
+}
+
+// The exports DataObject "<execution>-exports" controlled by something else
+// (say a root installation exporting dataRef "app-exports") is left alone:
+// the job fails with a configuration error instead of retrying for ever.
+func TestForeignExportsDataObjectFailsTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	foreign := &lsv1alpha1.DataObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exp-exports", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Installation", Name: "app",
+			UID: "0b7e4c1e-1111-4222-8333-444455556666", Controller: ptr.To(true),
+		}}},
+		Data: lsv1alpha1.AnyJSON{RawMessage: json.RawMessage(`"theirs"`)},
+	}
+	g.Expect(env.Client.Create(ctx, foreign)).To(Succeed())
+	exec := newExecution(ns, "exp", mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"ours"`)}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	expectConfigFailure(t, exec, execution.ReasonDataObjectNameConflict, ns+"/exp-exports", "Installation app")
+
+	cur := &lsv1alpha1.DataObject{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), cur)).To(Succeed())
+	g.Expect(string(cur.Data.RawMessage)).To(Equal(`"theirs"`))
+	g.Expect(cur.OwnerReferences).To(HaveLen(1))
+	g.Expect(getExec(g, exec).Status.ExportReference).To(BeNil())
+}
+
+// An orphan whose deletion failed (its Target was missing) is asked to retry
+// by the next job (operation: reconcile): once the cause is fixed, that job
+// succeeds and the orphan is gone.
+func TestFailedOrphanDeletionIsRetriedByTheNextJob(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	newTarget := func() *lsv1alpha1.Target {
+		return &lsv1alpha1.Target{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}, Spec: lsv1alpha1.TargetSpec{Type: "test/any"}}
+	}
+	target := newTarget()
+	g.Expect(env.Client.Create(ctx, target)).To(Succeed())
+	installed := &runtime.RawExtension{Raw: []byte(`{"apiVersion":"example.org/v1","kind":"Installed"}`)}
+	broken := mockItem("broken", mockv1alpha1.ProviderConfiguration{ProviderStatus: installed})
+	broken.Target = &lsv1alpha1.ObjectReference{Name: "cluster"}
+	exec := newExecution(ns, "retry", mockItem("keep", mockv1alpha1.ProviderConfiguration{}), broken)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, target)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(target), &lsv1alpha1.Target{}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+
+	// broken leaves the spec: its deletion (the orphan cleanup) fails.
+	rerun := func(prev string, edit func(*lsv1alpha1.Execution)) *lsv1alpha1.Execution {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			cur := getExec(g, exec)
+			edit(cur)
+			cur.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+			g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		var done *lsv1alpha1.Execution
+		g.Eventually(func(g Gomega) {
+			done = getExec(g, exec)
+			g.Expect(done.Status.JobID).NotTo(Equal(prev))
+			g.Expect(done.Status.JobIDFinished).To(Equal(done.Status.JobID))
+			g.Expect(done.Status.Phase.IsFinal()).To(BeTrue())
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		return done
+	}
+	failed := rerun(getExec(g, exec).Status.JobID, func(e *lsv1alpha1.Execution) { e.Spec.DeployItems = e.Spec.DeployItems[:1] })
+	g.Expect(failed.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(failed.Status.LastError.Reason).To(Equal(execution.ReasonOrphanDeleteFailed))
+
+	// The cause is fixed: the next job retries the deletion and succeeds.
+	g.Expect(env.Client.Create(ctx, newTarget())).To(Succeed())
+	done := rerun(failed.Status.JobID, func(*lsv1alpha1.Execution) {})
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "lastError: %+v", done.Status.LastError)
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "retry-broken"}, &lsv1alpha1.DeployItem{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "orphan still there: %v", err)
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// An item the controller created and then updates drops what the template
+// dropped (a dependsOn, a label, spec.timeout): the update's apply owns every
+// field the create wrote.
+func TestUpdatedItemDropsWhatTheTemplateDropped(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	b := mockItem("b", mockv1alpha1.ProviderConfiguration{}, "a")
+	b.Labels = map[string]string{"tier": "web"}
+	b.Timeout = ptr.To(lsv1alpha1.Duration("1m"))
+	exec := newExecution(ns, "edit", mockItem("a", mockv1alpha1.ProviderConfiguration{}), b)
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	first := waitFinished(t, exec)
+	g.Expect(first.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	created := getItem(g, ns, "edit", "b")
+	g.Expect(created.Annotations).To(HaveKeyWithValue(lsv1alpha1.DependsOnAnnotation, "a"))
+	g.Expect(created.Labels).To(HaveKeyWithValue("tier", "web"))
+
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		cur.Spec.DeployItems[1].DependsOn = nil
+		cur.Spec.DeployItems[1].Labels = nil
+		cur.Spec.DeployItems[1].Timeout = nil
+		cur.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+		g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	updated := getItem(g, ns, "edit", "b")
+	g.Expect(updated.UID).To(Equal(created.UID))
+	g.Expect(updated.Annotations).NotTo(HaveKey(lsv1alpha1.DependsOnAnnotation))
+	g.Expect(updated.Labels).NotTo(HaveKey("tier"))
+	g.Expect(updated.Spec.Timeout).To(BeNil())
+}
+
+// An item of the execution that the execution's cache does not show under its
+// item name (here its item-name label was removed by hand) exists already when
+// the next job creates it: it is re-read and carried on with as the item it
+// is (label restored, same object, run by the job), neither overwritten
+// blindly nor deleted as an orphan.
+func TestExistingOwnItemIsNotCreatedTwice(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "relabel", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	first := waitFinished(t, exec)
+	g.Expect(first.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	before := getItem(g, ns, "relabel", "a")
+	g.Expect(env.Client.Patch(ctx, before, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{"`+lsv1alpha1.ExecutionItemNameLabel+`":null}}}`)))).To(Succeed())
+
+	g.Expect(env.Client.Patch(ctx, getExec(g, exec), client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"landscaper.gardener.cloud/operation":"reconcile"}}}`)))).To(Succeed())
+	var done *lsv1alpha1.Execution
+	g.Eventually(func(g Gomega) {
+		done = getExec(g, exec)
+		g.Expect(done.Status.JobID).NotTo(Equal(first.Status.JobID))
+		g.Expect(done.Status.JobIDFinished).To(Equal(done.Status.JobID))
+		g.Expect(done.Status.Phase.IsFinal()).To(BeTrue())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "lastError: %+v", done.Status.LastError)
+	after := getItem(g, ns, "relabel", "a")
+	g.Expect(after.UID).To(Equal(before.UID))
+	g.Expect(after.DeletionTimestamp).To(BeNil())
+	g.Expect(after.Labels).To(HaveKeyWithValue(lsv1alpha1.ExecutionItemNameLabel, "a"))
+	g.Expect(after.Status.JobIDFinished).To(Equal(done.Status.JobID))
+}

@@ -1,0 +1,232 @@
+package spacerequest_test
+
+// Deletion paths that are not the happy one: a step that fails, a
+// SpaceRequest whose finalizer was removed by hand, a namespace that lost the
+// stub's label (so its deletion sends the stub no event).
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/observabilitytest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+)
+
+// refuseNamespaceDeletion installs a ValidatingAdmissionPolicy refusing the
+// deletion of the namespace name (by anyone), waits until it is in force,
+// and returns a function removing it again.
+func refuseNamespaceDeletion(t *testing.T, g Gomega, name, message string) func() {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-refuse-" + name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "the-namespace", Expression: "request.name == '" + name + "'"}},
+			Validations:     []admissionregistrationv1.Validation{{Expression: "false", Message: message}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	// In force once a dry-run deletion (admission runs, nothing is deleted)
+	// is refused.
+	g.Eventually(func() error {
+		return env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.DryRunAll)
+	}).WithTimeout(timeout).WithPolling(interval).Should(MatchError(ContainSubstring(message)))
+	return func() {
+		g.Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		g.Expect(env.Client.Delete(ctx, policy)).To(Succeed())
+	}
+}
+
+// message returns the SpaceRequest's Ready message ("" without one).
+func message(key client.ObjectKey) func(g Gomega) string {
+	return func(g Gomega) string {
+		if c := ready(g, key); c != nil {
+			return c.Message
+		}
+		return ""
+	}
+}
+
+// TestDeletionFailureIsReported: a deletion step that fails (here the
+// namespace's deletion, refused by an admission policy) shows in the Ready
+// condition's message and as a Warning event at once, and turns into
+// UnableToTerminate when the termination timeout passes, whichever step
+// failed; the condition's lastTransitionTime then says when UnableToTerminate
+// began (not when Ready went False). Once the step succeeds, deletion
+// completes.
+func TestDeletionFailureIsReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-refused")
+	createNamespace(t, g, team)
+	provisioned := team + "-env"
+	sr := newSpaceRequest(team, "env")
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+
+	const refusal = "test refuses this deletion"
+	allow := refuseNamespaceDeletion(t, g, provisioned, refusal)
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+
+	// Before the timeout: Terminating, saying why it is stuck.
+	g.Eventually(func(g Gomega) {
+		cond := ready(g, key)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(toolchainv1alpha1.ReasonTerminating))
+		g.Expect(cond.Message).To(ContainSubstring(refusal))
+	}).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, team, "env") }).
+		WithTimeout(timeout).WithPolling(interval).Should(ContainElement("Warning/" + spacerequest.EventTerminationFailed))
+
+	// After it: UnableToTerminate, still saying why, with the time it began.
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
+	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
+	cond := ready(g, key)
+	g.Expect(cond.Message).To(ContainSubstring(refusal))
+	g.Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", sr.DeletionTimestamp.Add(terminationTimeout)),
+		"lastTransitionTime is when UnableToTerminate began")
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, team, "env") }).
+		WithTimeout(timeout).WithPolling(interval).Should(ContainElement("Warning/" + spacerequest.EventUnableToTerminate))
+	ns := &corev1.Namespace{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+	g.Expect(ns.DeletionTimestamp).To(BeNil())
+
+	// The refusal goes: the stub's retry deletes the namespace, and the
+	// SpaceRequest goes with it.
+	allow()
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(message(key)).WithTimeout(timeout).WithPolling(interval).
+		ShouldNot(ContainSubstring(refusal), "a step that succeeds again clears the error from the message")
+	finalizeNamespace(t, g, provisioned)
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+}
+
+// TestForceDeletedSpaceRequestLeavesNoNamespace: a SpaceRequest whose
+// finalizer was removed by hand goes without the stub's clean-up; the stub
+// still deletes the namespace it provisioned for it (and with it the
+// ServiceAccount whose tokens were handed out), and records an event on the
+// namespace.
+func TestForceDeletedSpaceRequestLeavesNoNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-forced")
+	createNamespace(t, g, team)
+	provisioned := team + "-env"
+	sr := newSpaceRequest(team, "env")
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+
+	// Remove the finalizer and delete at once: the stub would add its
+	// finalizer again if it saw the SpaceRequest without one, so the delete
+	// is preconditioned on the version without it.
+	g.Eventually(func() error {
+		current := &toolchainv1alpha1.SpaceRequest{}
+		if err := c.Get(ctx, key, current); err != nil {
+			return err
+		}
+		base := current.DeepCopy()
+		current.Finalizers = nil
+		if err := c.Patch(ctx, current, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		return c.Delete(ctx, current, client.Preconditions{ResourceVersion: &current.ResourceVersion})
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{}))).To(BeTrue())
+
+	ns := &corev1.Namespace{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the namespace of the force-deleted SpaceRequest is deleted")
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, metav1.NamespaceDefault, provisioned) }).
+		WithTimeout(timeout).WithPolling(interval).Should(ContainElement("Warning/" + spacerequest.EventOrphanedNamespaceDeleted))
+	finalizeNamespace(t, g, provisioned)
+}
+
+// TestUnlabelledNamespaceDeletionIsNoticed: the stub waits for a namespace to
+// go by its deletion event, which comes from its label-filtered cache; a
+// namespace that lost the stub's label sends none. The stub then looks again
+// by itself (bounded back-off): when a deleted SpaceRequest's namespace goes,
+// and when a new SpaceRequest waits for an earlier one's namespace to go.
+func TestUnlabelledNamespaceDeletionIsNoticed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	unlabel := func(name string) {
+		t.Helper()
+		g.Expect(c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`)))).To(Succeed())
+	}
+
+	// Deletion: the namespace loses its label while terminating, after the
+	// termination timeout (so no timed requeue is pending either).
+	team := unique("team-unlabelled")
+	createNamespace(t, g, team)
+	provisioned := team + "-env"
+	sr := newSpaceRequest(team, "env")
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
+	unlabel(provisioned)
+	finalizeNamespace(t, g, provisioned)
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the SpaceRequest is released once its unlabelled namespace is gone")
+
+	// Provisioning: a namespace of an earlier SpaceRequest of the same name,
+	// unlabelled and terminating, goes.
+	team = unique("team-unlabelled")
+	createNamespace(t, g, team)
+	provisioned = team + "-env"
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provisioned,
+		Annotations: map[string]string{spacerequest.SpaceRequestAnnotation: team + "/env"}}})).To(Succeed())
+	g.Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provisioned}})).To(Succeed())
+	sr = newSpaceRequest(team, "env")
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key = client.ObjectKeyFromObject(sr)
+	g.Eventually(message(key)).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("still terminating"))
+	finalizeNamespace(t, g, provisioned)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	finalizeNamespace(t, g, provisioned)
+}
