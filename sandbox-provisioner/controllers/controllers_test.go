@@ -516,6 +516,13 @@ func TestOrphanTargetOfMissingClassIsKept(t *testing.T) {
 
 	// The event is written by the very reconcile that would have deleted
 	// the target.
+	expectOrphanRetained(g, n, sr, dt)
+}
+
+// expectOrphanRetained: the orphan reconciler kept the never-bound target dt
+// and its SpaceRequest sr (OrphanRetained, never OrphanDeleted).
+func expectOrphanRetained(g *WithT, n string, sr *toolchainv1alpha1.SpaceRequest, dt *appstudiov1alpha1.DeploymentTarget) {
+	ctx := context.Background()
 	g.Eventually(eventReasons(n, sr.Name)).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement(orphan.EventOrphanRetained))
 	g.Expect(eventReasons(n, sr.Name)(g)).NotTo(ContainElement(orphan.EventOrphanDeleted))
