@@ -80,7 +80,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(binding.FieldOwner)
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 
-	cr := &claim.Reconciler{Client: c, Recorder: recorder, RetryInterval: opts.BindRetryInterval}
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: recorder, RetryInterval: opts.BindRetryInterval}
 	if err := cr.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("dt-binder: %w", err)
 	}

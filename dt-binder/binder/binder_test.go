@@ -191,11 +191,13 @@ func TestChangedTargetNameBindsNoSecondTarget(t *testing.T) {
 	base := claim.DeepCopy()
 	claim.Spec.TargetName = "second"
 	g.Expect(env.Client.Patch(ctx, claim, client.MergeFrom(base))).To(Succeed())
-	claim = eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonTargetNameConflict)
+	// Still bound: the claim keeps its target, as after a class change.
+	claim = eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonTargetNameConflict)
 	g.Expect(meta.FindStatusCondition(claim.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).To(ContainSubstring("target first is bound to this claim"))
 	g.Expect(getTarget(g, ns, "second").Spec.ClaimRef).To(BeNil(), "no second target is claimed")
-	// The target it holds still names it (and says the claim asks for another).
+	// The target it holds still names it, and stays Bound.
 	g.Expect(getTarget(g, ns, "first").Spec.ClaimRef).To(Equal(&appstudiov1alpha1.DeploymentTargetClaimReference{Name: "c"}))
+	eventuallyTarget(t, ns, "first", appstudiov1alpha1.DeploymentTargetPhaseBound, "c")
 
 	g.Expect(env.Client.Delete(ctx, claim)).To(Succeed())
 	eventuallyGone(t, &appstudiov1alpha1.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"}})

@@ -460,3 +460,141 @@ func testForceDeletedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy)
 			target.EventClaimForceDeletedTargetDeleted, target.EventClaimForceDeletedTargetReleased)), n)
 	}
 }
+
+// setClaimTargetName changes a claim's spec.targetName, as a user would.
+func setClaimTargetName(t *testing.T, ns, name, targetName string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := getClaim(g, ns, name)
+		base := c.DeepCopy()
+		c.Spec.TargetName = targetName
+		g.Expect(env.Client.Patch(context.Background(), c, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestTargetNameThenClassChangedBindsNoSecondTarget: a bound claim whose
+// spec.targetName is changed, and then (in a second write) its class, keeps
+// the target it holds: it stays Bound, reason TargetNameConflict after the
+// first write and ClassAndTargetNameChanged after the second, and the target
+// stays Bound. Whatever spec.targetName names — a free target of another
+// class, a target that does not exist, a target claimed by another claim —
+// the reason is TargetNameConflict: the claim holds a target, and that is
+// what the user must know. No second target is ever bound.
+func TestTargetNameThenClassChangedBindsNoSecondTarget(t *testing.T) {
+	for _, tc := range []struct{ name, targetName string }{
+		{"free-target-of-another-class", "other"},
+		{"missing-target", "missing"},
+		{"target-claimed-by-another-claim", "taken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			classA := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+			classB := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+			startBinder(t, binder.Options{}, ns)
+			create(t, newTarget(ns, "dt", classA.Name, ""))
+			eventuallyTarget(t, ns, "dt", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+			// Best match: the binder writes claimRef and the claim record.
+			create(t, newClaim(ns, "c", classA.Name, ""))
+			eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonBound)
+			create(t, newTarget(ns, "other", classB.Name, ""), newTarget(ns, "taken", classA.Name, "x"))
+			eventuallyTarget(t, ns, "other", appstudiov1alpha1.DeploymentTargetPhaseAvailable, "")
+
+			setClaimTargetName(t, ns, "c", tc.targetName)
+			c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonTargetNameConflict)
+			cond := meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "the claim still holds dt")
+			g.Expect(cond.Message).To(ContainSubstring("target dt is bound to this claim"))
+			g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
+				Should(ContainElement("Warning/" + appstudiov1alpha1.BindReasonTargetNameConflict))
+			// The target reconciler keeps reporting the held target Bound.
+			g.Consistently(func(g Gomega) {
+				dt := getTarget(g, ns, "dt")
+				g.Expect(dt.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseBound))
+				g.Expect(meta.IsStatusConditionTrue(dt.Status.Conditions, appstudiov1alpha1.ConditionBound)).To(BeTrue(), "%+v", dt.Status.Conditions)
+				g.Expect(getClaim(g, ns, "c").Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhaseBound))
+			}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+
+			setClaimClass(t, ns, "c", classB.Name)
+			eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhaseBound, appstudiov1alpha1.BindReasonClassAndTargetNameChanged)
+			g.Consistently(func(g Gomega) {
+				g.Expect(getTarget(g, ns, "other").Spec.ClaimRef).To(BeNil(), "no second target is bound")
+				g.Expect(claimRefName(getTarget(g, ns, "taken"))).To(Equal("x"))
+				dt := getTarget(g, ns, "dt")
+				g.Expect(claimRefName(dt)).To(Equal("c"))
+				g.Expect(dt.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetPhaseBound))
+				c := getClaim(g, ns, "c")
+				g.Expect(c.Status.Phase).To(Equal(appstudiov1alpha1.DeploymentTargetClaimPhaseBound))
+				g.Expect(boundReason(c.Status.Conditions)).To(Equal(appstudiov1alpha1.BindReasonClassAndTargetNameChanged))
+			}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+		})
+	}
+}
+
+// newClassFor creates a class whose provisioner is provisioner.
+func newClassFor(t *testing.T, provisioner string) *appstudiov1alpha1.DeploymentTargetClass {
+	t.Helper()
+	c := &appstudiov1alpha1.DeploymentTargetClass{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "cls-"},
+		Spec:       appstudiov1alpha1.DeploymentTargetClassSpec{Provisioner: provisioner, ReclaimPolicy: appstudiov1alpha1.ReclaimPolicyDelete},
+	}
+	create(t, c)
+	return c
+}
+
+// TestClassChangedWhileProvisioning: a claim marked for dynamic provisioning
+// whose class is changed, unbound and with no target provisioned for it yet,
+// is marked for the new class's provisioner (the provisioner acts on the mark
+// alone), with an Event. If a target was already provisioned for it under the
+// old class, the claim is not marked again and says why.
+func TestClassChangedWhileProvisioning(t *testing.T) {
+	const otherProvisioner = "provisioner.example.com/other"
+	t.Run("nothing-provisioned-yet", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		sandbox := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+		other := newClassFor(t, otherProvisioner)
+		startBinder(t, binder.Options{}, ns)
+		create(t, newClaim(ns, "c", sandbox.Name, ""))
+		c := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
+		g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))
+
+		setClaimClass(t, ns, "c", other.Name)
+		g.Eventually(func(g Gomega) {
+			c := getClaim(g, ns, "c")
+			g.Expect(c.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, otherProvisioner))
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(boundReason(c.Status.Conditions)).To(Equal(appstudiov1alpha1.BindReasonProvisioning))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).To(ContainSubstring(otherProvisioner))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "c") }).WithTimeout(timeout).WithPolling(poll).
+			Should(ContainElement("Normal/" + claim.EventProvisionerChanged))
+	})
+	t.Run("target-provisioned-under-old-class", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		sandbox := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+		other := newClassFor(t, otherProvisioner)
+		// The claim was marked under the sandbox class, the provisioner made
+		// its target, and the user changed the class before the binder saw
+		// the target (the binder starts once the scene is set).
+		c := newClaim(ns, "c", other.Name, "")
+		c.Annotations = map[string]string{appstudiov1alpha1.ProvisionerAnnotation: appstudiov1alpha1.SandboxProvisioner}
+		create(t, c)
+		dt := newTarget(ns, "dt", sandbox.Name, "c")
+		dt.Annotations = map[string]string{
+			appstudiov1alpha1.ClaimAnnotation:         appstudiov1alpha1.ClaimRecord(getClaim(g, ns, "c")),
+			appstudiov1alpha1.ProvisionedByAnnotation: appstudiov1alpha1.SandboxProvisioner,
+		}
+		create(t, dt)
+		startBinder(t, binder.Options{}, ns)
+		got := eventuallyClaim(t, ns, "c", appstudiov1alpha1.DeploymentTargetClaimPhasePending, claim.BindReasonProvisionedUnderOtherClass)
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, appstudiov1alpha1.ConditionBound).Message).
+			To(And(ContainSubstring("target dt was provisioned for this claim"), ContainSubstring(other.Name)))
+		g.Consistently(func(g Gomega) {
+			g.Expect(getClaim(g, ns, "c").Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner),
+				"not marked again while a provisioned target names it")
+			g.Expect(getTarget(g, ns, "dt").Status.Phase).NotTo(Equal(appstudiov1alpha1.DeploymentTargetPhaseBound))
+		}).WithTimeout(consistency).WithPolling(poll).Should(Succeed())
+	})
+}

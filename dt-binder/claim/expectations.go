@@ -41,6 +41,11 @@ type expectation struct {
 	// staleResourceVersion is the target's resourceVersion the write was
 	// preconditioned on; a cached copy at this version predates the write.
 	staleResourceVersion string
+	// unknown: the write's outcome is unknown (it failed with an error
+	// other than Conflict or NotFound, such as a timeout: the API server may
+	// have applied it all the same). The claim's next reconcile asks the API
+	// server before it looks at any other target (loadTargets).
+	unknown bool
 }
 
 type reservation struct {
@@ -106,4 +111,29 @@ func (e *expectations) done(claim, target types.NamespacedName, claimedAt string
 	}
 	e.targets[target] = reservation{staleResourceVersion: claimedAt}
 	e.claims[claim] = expectation{target: target.Name, staleResourceVersion: claimedAt}
+}
+
+// unknown records that a claimRef write of claim on target, preconditioned on
+// resourceVersion claimedAt, failed in a way that leaves its outcome unknown.
+// The target stays reserved at that version (parallel reconciles skip it
+// while the cache shows it there), and the claim's next reconcile settles the
+// outcome with the API server (resolve or forget).
+func (e *expectations) unknown(claim, target types.NamespacedName, claimedAt string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.init()
+	e.targets[target] = reservation{staleResourceVersion: claimedAt}
+	e.claims[claim] = expectation{target: target.Name, staleResourceVersion: claimedAt, unknown: true}
+}
+
+// resolve turns an unknown outcome into a known write: the API server shows
+// the target naming the claim.
+func (e *expectations) resolve(claim types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.init()
+	if x, ok := e.claims[claim]; ok {
+		x.unknown = false
+		e.claims[claim] = x
+	}
 }

@@ -59,7 +59,19 @@ const (
 	// claim: Delete deletes it, Retain clears its claimRef.
 	EventEarlierClaimTargetDeleted  = "EarlierClaimTargetDeleted"
 	EventEarlierClaimTargetReleased = "EarlierClaimTargetReleased"
+	// EventProvisionerChanged: a claim marked for dynamic provisioning, not
+	// bound and with no target provisioned for it yet, had its class changed
+	// to one of another provisioner; it was marked again for that one.
+	EventProvisionerChanged = "ProvisionerChanged"
 )
+
+// BindReasonProvisionedUnderOtherClass (claim, Bound condition, phase
+// Pending): a target was provisioned for the claim under the class it had
+// when it was marked for provisioning, and the claim's class has been changed
+// since; that target is never bound to it, and nothing is provisioned for the
+// new class while it names the claim. (In this package until the API's
+// constants, another module, take it.)
+const BindReasonProvisionedUnderOtherClass = "ProvisionedUnderOtherClass"
 
 // RBAC of this reconciler (least privilege), collected into the binary's
 // ClusterRole by controller-gen (make generate):
@@ -75,6 +87,11 @@ const (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes with the binder's field owner.
 	Client client.Client
+	// APIReader reads from the API server directly, on rare paths only: it
+	// settles a claimRef write whose outcome is unknown (a timeout), and
+	// reads a SpaceRequest before a never-bound provisioned target is
+	// released (reclaim.LateTarget).
+	APIReader client.Reader
 	// Recorder emits Kubernetes Events on claims.
 	Recorder events.EventRecorder
 	// RetryInterval: see DefaultRetryInterval; zero means the default.
@@ -90,7 +107,7 @@ type Reconciler struct {
 // binding must be registered on mgr first.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := setup.Check("claim reconciler", setup.Required("manager", mgr),
-		setup.Required("Client", r.Client), setup.Required("Recorder", r.Recorder)); err != nil {
+		setup.Required("Client", r.Client), setup.Required("APIReader", r.APIReader), setup.Required("Recorder", r.Recorder)); err != nil {
 		return err
 	}
 	if r.RetryInterval < 0 {
@@ -364,6 +381,24 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 // this binder is not yet in the cache, it stops the reconcile: the target's
 // update event will bring the claim back (see expectations).
 func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
+	if x, ok := r.exp.get(s.key); ok && x.unknown {
+		// The last claimRef write's outcome is unknown (a timeout): ask the
+		// API server, not the cache, whether it was applied (this read is
+		// made only on this rare path). Applied: wait for the cache to show
+		// it, as after any write. Not applied: the target was never ours.
+		live := &appstudiov1alpha1.DeploymentTarget{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.key.Namespace, Name: x.target}, live)
+		switch {
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("confirming the claimRef write on target %s: %w", x.target, err)
+		case err == nil && live.Spec.ClaimRef != nil && live.Spec.ClaimRef.Name == s.claim.Name && !binding.ForEarlierClaim(live, s.claim):
+			s.log.Info("claimRef write whose outcome was unknown was applied", "target", x.target)
+			r.exp.resolve(s.key)
+		default:
+			s.log.Info("claimRef write whose outcome was unknown was not applied", "target", x.target)
+			r.exp.forget(s.key)
+		}
+	}
 	if x, ok := r.exp.get(s.key); ok {
 		cached := &appstudiov1alpha1.DeploymentTarget{}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.key.Namespace, Name: x.target}, cached)
@@ -418,7 +453,10 @@ func (r *Reconciler) reclaimEarlier(ctx context.Context, s *scope) error {
 		}
 		old := binding.RecordedClaimUID(t)
 		if policy == appstudiov1alpha1.ReclaimPolicyRetain {
-			if late, err := reclaim.LateTarget(ctx, r.Client, t); err != nil || late {
+			// The API server, not the cache: a cache that has not seen the
+			// SpaceRequest's deletion would release the late target to the
+			// next claim (rare path: a claim object of this name is gone).
+			if late, err := reclaim.LateTarget(ctx, r.APIReader, t); err != nil || late {
 				if err != nil {
 					return err
 				}
@@ -511,6 +549,21 @@ func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if p := c.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" {
+		if want := s.class.Spec.Provisioner; p != want {
+			// Marked under the class the claim had before (the mark is
+			// written once); the provisioner acts on the mark alone, so a
+			// stale one has the wrong provisioner provision, or none ever.
+			// Unbound, with no target provisioned for it (one naming it
+			// would have been followed, or refused by whyNotEligible,
+			// above): mark it for the current class's provisioner, in this
+			// reconcile's one metadata write.
+			c.Annotations[appstudiov1alpha1.ProvisionerAnnotation] = want
+			s.log.Info("class changed while waiting for provisioning; marked for the new class's provisioner", "was", p, "provisioner", want)
+			r.Recorder.Eventf(c, nil, corev1EventNormal, EventProvisionerChanged, "Bind",
+				"spec.deploymentTargetClassName is now %q, whose provisioner is %s; marked the claim for provisioning by %s instead of %s",
+				c.Spec.DeploymentTargetClassName, want, want, p)
+			p = want
+		}
 		// Once marked, the claim waits for its provisioner only: binding it to
 		// another free target now would orphan what the provisioner creates.
 		s.pending(appstudiov1alpha1.BindReasonProvisioning, provisioningMessage(c, p, s.named))
@@ -542,6 +595,17 @@ func whyNotEligible(c *appstudiov1alpha1.DeploymentTargetClaim, named []appstudi
 			continue
 		}
 		if t.Spec.DeploymentTargetClassName != c.Spec.DeploymentTargetClassName {
+			if p := c.Annotations[appstudiov1alpha1.ProvisionerAnnotation]; p != "" &&
+				t.Annotations[appstudiov1alpha1.ProvisionedByAnnotation] != "" && binding.RecordedClaimUID(t) == string(c.UID) {
+				// Provisioned for this claim, under the class it had when it
+				// was marked: the class was changed after that.
+				return BindReasonProvisionedUnderOtherClass, fmt.Sprintf(
+					"target %s was provisioned for this claim (by %s) under class %q, and spec.deploymentTargetClassName was changed to %q since: "+
+						"it is never bound to this claim, and nothing is provisioned for class %q while it names this claim. "+
+						"Set the class back to %q, or delete target %s (the claim is then marked for class %q's provisioner), or delete the claim",
+					t.Name, p, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName,
+					c.Spec.DeploymentTargetClassName, t.Spec.DeploymentTargetClassName, t.Name, c.Spec.DeploymentTargetClassName)
+			}
 			return appstudiov1alpha1.BindReasonClassMismatch, fmt.Sprintf("target %s names this claim but is of class %q, not %q; it is never bound",
 				t.Name, t.Spec.DeploymentTargetClassName, c.Spec.DeploymentTargetClassName)
 		}
@@ -600,6 +664,17 @@ func provisioning(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
 func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 	c := s.claim
 	name := c.Spec.TargetName
+	if held := binding.HeldTarget(c, s.named); held != nil && held.Name != name && binding.BindComplete(c) {
+		// spec.targetName was changed after the claim bound another
+		// target. Checked before anything about the named target (missing,
+		// of another class, claimed by another claim): those say nothing
+		// about this claim, which keeps what it holds. Claiming the named
+		// target too would bind two targets to one claim (and leave the
+		// first claimed for ever); its reclaim policy applies when the
+		// claim goes.
+		r.targetNameConflict(s, held, name)
+		return nil
+	}
 	t := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, t); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -645,12 +720,10 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if held := binding.HeldTarget(c, s.named); held != nil && held.Name != name {
-		// spec.targetName was changed after the claim bound another target.
-		// Claiming this one too would bind two targets to one claim (and
-		// leave the first claimed for ever): the claim keeps the one it
-		// holds, whose reclaim policy applies when the claim goes.
-		s.pending(appstudiov1alpha1.BindReasonTargetNameConflict,
-			fmt.Sprintf("spec.targetName is %s, but target %s is bound to this claim; a claim binds one target: set spec.targetName back to %s, or delete the claim and create one for %s", name, held.Name, held.Name, name))
+		// Not bound yet, but another target of its class names the claim
+		// (pre-bound, or being bound): claiming this one too would bind
+		// two targets to one claim.
+		r.targetNameConflict(s, held, name)
 		return nil
 	}
 	if why := binding.Unavailable(t); why != "" {
@@ -666,6 +739,25 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 	}
 	s.pending(appstudiov1alpha1.BindReasonWaitingForTarget, fmt.Sprintf("claimed target %s; waiting for it to report Bound", name))
 	return nil
+}
+
+// targetNameConflict reports a claim whose spec.targetName names another
+// target than held, the one it holds. A bound claim stays Bound (as after a
+// class change: whoever uses it keeps its environment), its Bound condition
+// True with reason TargetNameConflict (a Warning Event); a claim not bound
+// yet stays Pending with that reason.
+func (r *Reconciler) targetNameConflict(s *scope, held *appstudiov1alpha1.DeploymentTarget, name string) {
+	msg := fmt.Sprintf("spec.targetName is %s, but target %s is bound to this claim; a claim binds one target, so target %s is not bound: "+
+		"set spec.targetName back to %s, or delete the claim (target %s's reclaimPolicy applies) and create one for %s",
+		name, held.Name, name, held.Name, held.Name, name)
+	if !binding.BindComplete(s.claim) {
+		s.pending(appstudiov1alpha1.BindReasonTargetNameConflict, msg)
+		return
+	}
+	r.follow(s, held)
+	if s.claim.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
+		s.setCondition(metav1.ConditionTrue, appstudiov1alpha1.BindReasonTargetNameConflict, msg)
+	}
 }
 
 // bindBestMatch claims the best free target of the claim's class (oldest
@@ -736,7 +828,17 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 	// Bound): hand the trace over in the same write (no-op with tracing off).
 	patched.Annotations = tracing.Inject(ctx, patched.Annotations)
 	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
-		r.exp.done(s.key, key, "")
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Not applied: the target moved on, or is gone.
+			r.exp.done(s.key, key, "")
+		} else {
+			// A timeout or a lost response: the write may have been
+			// applied. Moving on to another target from a cache that still
+			// shows this one free could bind two; the next reconcile asks
+			// the API server first (loadTargets).
+			r.exp.unknown(s.key, key, t.ResourceVersion)
+			s.log.Info("outcome of a claimRef write unknown; the next reconcile confirms it with the API server", "target", t.Name, "error", err.Error())
+		}
 		return fmt.Errorf("claiming target %s: %w", t.Name, err)
 	}
 	r.exp.done(s.key, key, t.ResourceVersion)
@@ -767,7 +869,9 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	}
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
-		late, err := reclaim.LateTarget(ctx, r.Client, t)
+		// The API server, not the cache (see reclaimEarlier); only on the
+		// deletion of a claim under Retain.
+		late, err := reclaim.LateTarget(ctx, r.APIReader, t)
 		if err != nil {
 			return err
 		}

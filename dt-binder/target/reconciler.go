@@ -337,6 +337,15 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if claim.Spec.TargetName != "" && claim.Spec.TargetName != t.Name {
+		if held := binding.HeldTarget(claim, named); held != nil && held.Name == t.Name && binding.BindComplete(claim) {
+			// spec.targetName was changed after the claim bound this
+			// target: the claim keeps it (and reports TargetNameConflict),
+			// so the target stays Bound. Reported Pending, the claim would
+			// read as unbound to everything deciding from this status.
+			s.set(appstudiov1alpha1.DeploymentTargetPhaseBound, metav1.ConditionTrue, appstudiov1alpha1.TargetReasonBound,
+				fmt.Sprintf("bound to claim %s, whose spec.targetName was changed to %s after binding; the claim keeps this target", name, claim.Spec.TargetName))
+			return nil
+		}
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimHasOtherTarget,
 			fmt.Sprintf("claim %s asks for target %s", name, claim.Spec.TargetName))
 		return nil

@@ -134,7 +134,7 @@ func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appst
 	})
 }
 
-// HeldTarget is the target the claim holds, whatever its spec.targetName and
+// HeldTarget is the target the claim holds (or is being bound to), whatever its spec.targetName and
 // spec.deploymentTargetClassName say now (a user may change either after
 // binding; the binder never binds a second target, see the claim
 // reconciler): the one whose class's reclaim policy applies when the claim
@@ -150,23 +150,40 @@ func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstu
 }
 
 // heldUnderItsClass: t names claim in its claimRef and was bound to it, so it
-// stays the claim's whatever class the claim names now. The claim recorded a
-// binding (bind-complete), and either the target reported itself bound (its
-// Bound condition is True; the target reconciler sets that only for a claim
-// of its class, and keeps it while the claim holds it) or the claim's
-// spec.targetName names it. A Released target is never held: it was let go
-// by an earlier claim of the same name.
+// stays the claim's whatever class (or spec.targetName) the claim names now.
+// The claim must have recorded a binding (bind-complete): a new claim of the
+// same name (the old one's finalizer removed by hand, recreated with another
+// class before the target turned Released) never bound this target.
+//
+// Held is decided from durable facts, never from the target's own Bound
+// condition, which the target reconciler flips as the claim's spec changes
+// (a spec.targetName change turned it False, and a class change written
+// after that then let go of the target and bound a second one). A target
+// recording its claim object (ClaimAnnotation, written by the binder in its
+// claimRef write and by the provisioner in the target's create) is held by
+// the bind-complete claim whose UID it records (namesClaim has already
+// refused a record of another UID). Only a target without the record (bound
+// before the record existed, or pre-bound by a user) keeps the older rule:
+// its Bound condition is True, or the claim's spec.targetName names it. A
+// Released target is never held: it was let go by an earlier claim of the
+// same name.
 func heldUnderItsClass(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
 	if !namesClaim(t, claim) || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
 		return false
 	}
-	// The claim itself must have recorded a binding: a new claim of the same
-	// name (the old one's finalizer removed by hand, recreated with another
-	// class before the target turned Released) never bound this target.
-	if claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] != appstudiov1alpha1.AnnotationTrue {
+	if !BindComplete(claim) {
 		return false
 	}
+	if uid := RecordedClaimUID(t); uid != "" {
+		return uid == string(claim.UID)
+	}
 	return meta.IsStatusConditionTrue(t.Status.Conditions, appstudiov1alpha1.ConditionBound) || claim.Spec.TargetName == t.Name
+}
+
+// BindComplete: the claim recorded that it bound a target (the
+// bind-complete annotation).
+func BindComplete(claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue
 }
 
 // namesClaim: t's claimRef names claim, and was not written for an earlier

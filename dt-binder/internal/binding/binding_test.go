@@ -131,6 +131,31 @@ func TestHeldTargetIgnoresClassChange(t *testing.T) {
 	}
 }
 
+// TestHeldTargetByRecord: a target recording the claim object (its UID) is
+// held by that claim once it is bind-complete, whatever the target's Bound
+// condition says (the target reconciler flips it when spec.targetName names
+// another target) and whatever spec.targetName names now.
+func TestHeldTargetByRecord(t *testing.T) {
+	c := claim("c1", "other")
+	c.UID = "uid-1"
+	c.Spec.DeploymentTargetClassName = "changed"
+	dt := target("dt", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhasePending)
+	dt.Annotations = map[string]string{appstudiov1alpha1.ClaimAnnotation: "c1/uid-1"}
+	dt.Status.Conditions = []metav1.Condition{{Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionFalse}}
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{dt}); got != nil {
+		t.Fatalf("not bind-complete: not held, got %v", got.Name)
+	}
+	c.Annotations = map[string]string{appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue}
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{dt}); got == nil || got.Name != "dt" {
+		t.Fatalf("want dt (recorded for this claim object), got %v", got)
+	}
+	// Recorded for another object of the name: never held.
+	dt.Annotations[appstudiov1alpha1.ClaimAnnotation] = "c1/uid-0"
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{dt}); got != nil {
+		t.Fatalf("recorded for an earlier claim object: not held, got %v", got.Name)
+	}
+}
+
 // TestTargetForEarlierClaimIsNotTheNewClaims: a target whose ClaimAnnotation
 // records another UID for the claim's name was bound (or provisioned) for an
 // earlier claim object of that name: a new claim of the name neither binds

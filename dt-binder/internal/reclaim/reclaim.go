@@ -60,11 +60,11 @@ func Policy(class *appstudiov1alpha1.DeploymentTargetClass) appstudiov1alpha1.Re
 // claim that went: the namespace its credentials name is going away.
 // Releasing it (reclaimPolicy Retain) would offer it, Available, to the next
 // claim of its class; so the Retain paths leave it to the provisioner, which
-// deletes such a target whatever the policy. c may be the cache: a
-// SpaceRequest is created, and made Ready, long before its target, and if
-// the cache lags behind a deletion the provisioner deletes the released
-// target all the same (its orphan reconciler). Rare: callers ask only on the
-// path of a claim that is gone.
+// deletes such a target whatever the policy. c must read from the API
+// server, not a cache: a cache that has not seen the SpaceRequest's deletion
+// yet would have the target released, Available, and another claim could
+// bind it before the provisioner deletes it. Both reconcilers pass their
+// APIReader. Rare: callers ask only on the path of a claim that is gone.
 func LateTarget(ctx context.Context, c client.Reader, t *appstudiov1alpha1.DeploymentTarget) (bool, error) {
 	srName := t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]
 	if srName == "" || t.Annotations[appstudiov1alpha1.ProvisionedByAnnotation] != appstudiov1alpha1.SandboxProvisioner ||
