@@ -224,15 +224,7 @@ func TestClaimReconcilerAsksAPIServerForLateTarget(t *testing.T) {
 	t.Run("claim-deletion", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := newNamespace(t)
-		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
-		c := newClaim(ns, "c", class.Name, "")
-		c.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
-		create(t, c)
-		spaceRequestIn(t, ns, "deleting")
-		dt := provisionedTarget(ns, class.Name, getClaim(g, ns, "c"))
-		create(t, dt)
-		g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+		ns, c, dt := lateTargetOfDeletingClaim(t, g)
 		cached := startCache(t, ns)
 		for _, o := range []client.Object{c, dt, &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "space"}}} {
 			eventuallyCached(t, cached, o)
@@ -249,17 +241,7 @@ func TestClaimReconcilerAsksAPIServerForLateTarget(t *testing.T) {
 	t.Run("new-claim-of-the-name", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := newNamespace(t)
-		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
-		create(t, newClaim(ns, "c", class.Name, ""))
-		earlier := getClaim(g, ns, "c")
-		g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
-		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
-		spaceRequestIn(t, ns, "deleting")
-		dt := provisionedTarget(ns, class.Name, earlier)
-		c := newClaim(ns, "c", class.Name, "")
-		c.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
-		create(t, dt, c)
+		ns, earlier, c, dt := lateTargetOfEarlierClaim(t, g)
 		cached := startCache(t, ns)
 		for _, o := range []client.Object{c, dt, &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "space"}}} {
 			eventuallyCached(t, cached, o)

@@ -243,6 +243,46 @@ func TestLateTargetIsNotReleased(t *testing.T) {
 	}
 }
 
+// lateTargetOfDeletingClaim sets the scene of a claim deletion meeting a
+// late target: in a new namespace, claim c (class Retain, with the binder's
+// finalizer) is being deleted, and target dt was provisioned for it from
+// SpaceRequest "space", which is being deleted.
+func lateTargetOfDeletingClaim(t *testing.T, g Gomega) (string, *appstudiov1alpha1.DeploymentTargetClaim, *appstudiov1alpha1.DeploymentTarget) {
+	t.Helper()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+	c := newClaim(ns, "c", class.Name, "")
+	c.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
+	create(t, c)
+	spaceRequestIn(t, ns, "deleting")
+	dt := provisionedTarget(ns, class.Name, getClaim(g, ns, "c"))
+	create(t, dt)
+	g.Expect(env.Client.Delete(context.Background(), getClaim(g, ns, "c"))).To(Succeed())
+	return ns, c, dt
+}
+
+// lateTargetOfEarlierClaim sets the scene of a new claim meeting the late
+// target of an earlier claim object of its name: in a new namespace, claim c
+// (class Retain) was created and is gone, target dt was provisioned for it
+// from SpaceRequest "space", which is being deleted, and a new claim c (with
+// the binder's finalizer) exists. It returns the namespace, the earlier
+// claim, the new one and the target.
+func lateTargetOfEarlierClaim(t *testing.T, g Gomega) (string, *appstudiov1alpha1.DeploymentTargetClaim, *appstudiov1alpha1.DeploymentTargetClaim, *appstudiov1alpha1.DeploymentTarget) {
+	t.Helper()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
+	create(t, newClaim(ns, "c", class.Name, ""))
+	earlier := getClaim(g, ns, "c")
+	g.Expect(env.Client.Delete(context.Background(), earlier)).To(Succeed())
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+	spaceRequestIn(t, ns, "deleting")
+	dt := provisionedTarget(ns, class.Name, earlier)
+	c := newClaim(ns, "c", class.Name, "")
+	c.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
+	create(t, dt, c)
+	return ns, earlier, c, dt
+}
+
 // TestClaimReconcilerDoesNotReleaseLateTarget: the claim reconciler's two
 // Retain paths leave a late target (above) to its provisioner too: the
 // deletion of the claim it was made for, and a new claim of the same name
@@ -252,15 +292,7 @@ func TestLateTargetIsNotReleased(t *testing.T) {
 func TestClaimReconcilerDoesNotReleaseLateTarget(t *testing.T) {
 	t.Run("claim-deletion", func(t *testing.T) {
 		g := NewWithT(t)
-		ctx := context.Background()
-		ns := newNamespace(t)
-		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
-		claim := newClaim(ns, "c", class.Name, "")
-		claim.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
-		create(t, claim)
-		spaceRequestIn(t, ns, "deleting")
-		create(t, provisionedTarget(ns, class.Name, getClaim(g, ns, "c")))
-		g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+		ns, _, _ := lateTargetOfDeletingClaim(t, g)
 
 		startBinder(t, binder.Options{}, ns)
 		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
@@ -268,16 +300,7 @@ func TestClaimReconcilerDoesNotReleaseLateTarget(t *testing.T) {
 	})
 	t.Run("new-claim-of-the-name", func(t *testing.T) {
 		g := NewWithT(t)
-		ctx := context.Background()
-		ns := newNamespace(t)
-		class := newClass(t, appstudiov1alpha1.ReclaimPolicyRetain)
-		create(t, newClaim(ns, "c", class.Name, ""))
-		earlier := getClaim(g, ns, "c")
-		g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
-		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
-		spaceRequestIn(t, ns, "deleting")
-		create(t, provisionedTarget(ns, class.Name, earlier))
-		create(t, newClaim(ns, "c", class.Name, ""))
+		ns, earlier, _, _ := lateTargetOfEarlierClaim(t, g)
 
 		startBinder(t, binder.Options{}, ns)
 		// Provisioning is decided after reclaimEarlier, in the same reconcile.

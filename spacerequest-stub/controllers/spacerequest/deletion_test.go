@@ -84,13 +84,7 @@ func TestDeletionFailureIsReported(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := env.Client
-	team := unique("team-refused")
-	createNamespace(t, g, team)
-	provisioned := team + "-env"
-	sr := newSpaceRequest(team, "env")
-	g.Expect(c.Create(ctx, sr)).To(Succeed())
-	key := client.ObjectKeyFromObject(sr)
-	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	sr, key, provisioned := provisionedEnv(t, g, "team-refused")
 
 	const refusal = "test refuses this deletion"
 	allow := refuseNamespaceDeletion(t, g, provisioned, refusal)
@@ -103,7 +97,7 @@ func TestDeletionFailureIsReported(t *testing.T) {
 		g.Expect(cond.Reason).To(Equal(toolchainv1alpha1.ReasonTerminating))
 		g.Expect(cond.Message).To(ContainSubstring(refusal))
 	}).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, team, "env") }).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, sr.Namespace, "env") }).
 		WithTimeout(timeout).WithPolling(interval).Should(ContainElement("Warning/" + spacerequest.EventTerminationFailed))
 
 	// After it: UnableToTerminate, still saying why, with the time it began.
@@ -113,7 +107,7 @@ func TestDeletionFailureIsReported(t *testing.T) {
 	g.Expect(cond.Message).To(ContainSubstring(refusal))
 	g.Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", sr.DeletionTimestamp.Add(terminationTimeout)),
 		"lastTransitionTime is when UnableToTerminate began")
-	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, team, "env") }).
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, c, sr.Namespace, "env") }).
 		WithTimeout(timeout).WithPolling(interval).Should(ContainElement("Warning/" + spacerequest.EventUnableToTerminate))
 	ns := &corev1.Namespace{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
@@ -142,13 +136,7 @@ func TestForceDeletedSpaceRequestLeavesNoNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := env.Client
-	team := unique("team-forced")
-	createNamespace(t, g, team)
-	provisioned := team + "-env"
-	sr := newSpaceRequest(team, "env")
-	g.Expect(c.Create(ctx, sr)).To(Succeed())
-	key := client.ObjectKeyFromObject(sr)
-	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	_, key, provisioned := provisionedEnv(t, g, "team-forced")
 
 	// Remove the finalizer and delete at once: the stub would add its
 	// finalizer again if it saw the SpaceRequest without one, so the delete
@@ -194,13 +182,7 @@ func TestUnlabelledNamespaceDeletionIsNoticed(t *testing.T) {
 
 	// Deletion: the namespace loses its label while terminating, after the
 	// termination timeout (so no timed requeue is pending either).
-	team := unique("team-unlabelled")
-	createNamespace(t, g, team)
-	provisioned := team + "-env"
-	sr := newSpaceRequest(team, "env")
-	g.Expect(c.Create(ctx, sr)).To(Succeed())
-	key := client.ObjectKeyFromObject(sr)
-	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	sr, key, provisioned := provisionedEnv(t, g, "team-unlabelled")
 	g.Expect(c.Delete(ctx, sr)).To(Succeed())
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
 	unlabel(provisioned)
@@ -210,7 +192,7 @@ func TestUnlabelledNamespaceDeletionIsNoticed(t *testing.T) {
 
 	// Provisioning: a namespace of an earlier SpaceRequest of the same name,
 	// unlabelled and terminating, goes.
-	team = unique("team-unlabelled")
+	team := unique("team-unlabelled")
 	createNamespace(t, g, team)
 	provisioned = team + "-env"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provisioned,
@@ -229,4 +211,18 @@ func TestUnlabelledNamespaceDeletionIsNoticed(t *testing.T) {
 		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	finalizeNamespace(t, g, provisioned)
+}
+
+// provisionedEnv creates SpaceRequest "env" in a new namespace named after
+// prefix and waits until it is Provisioned. It returns the SpaceRequest, its
+// key and the namespace provisioned for it.
+func provisionedEnv(t *testing.T, g *WithT, prefix string) (*toolchainv1alpha1.SpaceRequest, client.ObjectKey, string) {
+	t.Helper()
+	team := unique(prefix)
+	createNamespace(t, g, team)
+	sr := newSpaceRequest(team, "env")
+	g.Expect(env.Client.Create(context.Background(), sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	return sr, key, team + "-env"
 }
