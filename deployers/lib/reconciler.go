@@ -70,7 +70,7 @@ type Reconciler struct {
 	// reader reads from the API server, uncached: only on rare paths (the
 	// installed-state record of a status write that conflicted, see
 	// keepRecord; a Target or Context the cache does not hold yet, see
-	// getConfirmed), so the manager's cache never holds deploy items.
+	// stale.Get), so the manager's cache never holds deploy items.
 	reader   client.Reader
 	recorder recorder.EventRecorder
 	now      func() time.Time
@@ -541,7 +541,9 @@ func (r *Reconciler) checkResponsibility(ctx context.Context, s *scope) (bool, e
 		return !selective, nil
 	}
 	target := &lsv1alpha1.Target{}
-	if err := r.getConfirmed(ctx, types.NamespacedName{Namespace: s.item.Namespace, Name: ref.Name}, target); err != nil {
+	// Read from the API server when the cache does not show it (stale.Get):
+	// a Target created right before its item must not fail the job.
+	if err := stale.Get(ctx, r.client, r.reader, types.NamespacedName{Namespace: s.item.Namespace, Name: ref.Name}, target); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("reading Target %s/%s: %w", s.item.Namespace, ref.Name, err)
 		}
@@ -565,26 +567,13 @@ func (r *Reconciler) checkContext(ctx context.Context, di *lsv1alpha1.DeployItem
 	if name == "" || name == lsv1alpha1.DefaultContextName {
 		return nil, nil
 	}
-	if err := r.getConfirmed(ctx, types.NamespacedName{Namespace: di.Namespace, Name: name}, &lsv1alpha1.Context{}); err != nil {
+	if err := stale.Get(ctx, r.client, r.reader, types.NamespacedName{Namespace: di.Namespace, Name: name}, &lsv1alpha1.Context{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ConfigError(ReasonContextNotFound, "spec.context: Context %s/%s not found", di.Namespace, name), nil
 		}
 		return nil, fmt.Errorf("reading Context %s/%s: %w", di.Namespace, name, err)
 	}
 	return nil, nil
-}
-
-// getConfirmed reads key from the cache and, when the cache does not hold it,
-// from the API server. A Target or Context created just before the item may
-// not have reached the informer yet; failing the job for it would fail it for
-// a lagging cache, and the job would stay failed once the object showed up.
-// The uncached read happens only on that miss, never on the healthy path.
-func (r *Reconciler) getConfirmed(ctx context.Context, key types.NamespacedName, obj client.Object) error {
-	err := r.client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.reader.Get(ctx, key, obj)
-	}
-	return err
 }
 
 // inAJob reports whether the item is in a job whose trace its annotation

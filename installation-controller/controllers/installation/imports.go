@@ -14,6 +14,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/stale"
 )
 
 // imports are an installation's resolved imports.
@@ -146,11 +147,7 @@ func (r *Reconciler) getImport(ctx context.Context, reads importReads, key clien
 	if reads == fromAPIServer {
 		return r.APIReader.Get(ctx, key, obj)
 	}
-	err := r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		return r.APIReader.Get(ctx, key, obj)
-	}
-	return err
+	return stale.Get(ctx, r.Client, r.APIReader, key, obj)
 }
 
 func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, scope string, d lsv1alpha1.DataImport) (any, error) {

@@ -40,6 +40,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/setup"
+	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
@@ -376,10 +377,7 @@ func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) e
 	name := spaceRequestName(s.dt)
 	srKey := client.ObjectKey{Namespace: s.dt.Namespace, Name: name}
 	sr := &toolchainv1alpha1.SpaceRequest{}
-	err := r.Client.Get(ctx, srKey, sr)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, srKey, sr)
-	}
+	err := stale.Get(ctx, r.Client, r.APIReader, srKey, sr)
 	switch {
 	case apierrors.IsNotFound(err):
 		sr = nil
