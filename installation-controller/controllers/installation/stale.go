@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,11 +84,12 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 		if err := r.Client.List(ctx, list, client.InNamespace(inst.Namespace), client.MatchingFields{WriterIndex: inst.Name}); err != nil {
 			return fmt.Errorf("listing the %ss installation %s wrote: %w", kind.name, inst.Name, err)
 		}
-		objs, err := metaItems(list)
+		items, err := apimeta.ExtractList(list)
 		if err != nil {
 			return err
 		}
-		for _, obj := range objs {
+		for _, item := range items {
+			obj := item.(client.Object)
 			if !isOwnedBy(obj, inst) || obj.GetDeletionTimestamp() != nil || obj.GetAnnotations()[KeyAnnotation] == "" ||
 				keep.Has(kind.key(obj.GetName())) || (obj.GetLabels()[ContextLabel] == labelValue(inst.Name)) != (which == writtenContextCopies) {
 				continue
@@ -111,24 +113,6 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 			"deleted %v: each was this installation's %s under a name its spec no longer has", deleted, what)
 	}
 	return nil
-}
-
-// metaItems returns the items of a DataObjectList or TargetList.
-func metaItems(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := list.(type) {
-	case *lsv1alpha1.DataObjectList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *lsv1alpha1.TargetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list type %T", list)
-	}
-	return out, nil
 }
 
 // contextCopyKeys are the index keys of the context copies writeContextImports
