@@ -534,9 +534,11 @@ func TestDeleteWithoutUninstallSkipsDelete(t *testing.T) {
 func TestNamespacesRestrictItems(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scopedNamespace}})).To(Succeed())
+	// The scoped namespace is fixed by the manager's options, so it outlives
+	// one run of the test (go test -count=2); the item's name is unique instead.
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scopedNamespace}}))).To(Succeed())
 	outside := testutil.Namespace(t, env)
-	in, out := newItem(scopedNamespace, "in"), newItem(outside, "out")
+	in, out := newItem(scopedNamespace, "in-"+outside), newItem(outside, "out")
 	in.Spec.Type, out.Spec.Type = scopedType, scopedType
 	g.Expect(env.Client.Create(ctx, in)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, out)).To(Succeed())

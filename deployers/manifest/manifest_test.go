@@ -151,6 +151,9 @@ func TestSeedDeployItem(t *testing.T) {
 	di := &lsv1alpha1.DeployItem{}
 	g.Expect(yaml.UnmarshalStrict(raw, di)).To(Succeed())
 	target(g, "default", "my-target", nil)
+	// The seed's names are fixed: leave nothing behind for the next run
+	// (go test -count=2), the seed's namespace included.
+	t.Cleanup(func() { removeSeedObjects(g) })
 	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
 
 	g.Eventually(get(g, di), timeout, interval).Should(succeeded())
@@ -179,6 +182,24 @@ func TestSeedDeployItem(t *testing.T) {
 	g.Eventually(gone(g, di), timeout, interval).Should(BeTrue())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "foo"}, ns)).To(Succeed())
 	g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+}
+
+// removeSeedObjects deletes TestSeedDeployItem's Target and finalizes its
+// namespace foo, which envtest (no namespace controller) leaves Terminating.
+func removeSeedObjects(g *WithT) {
+	ctx := context.Background()
+	tg := &lsv1alpha1.Target{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "my-target"}}
+	g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, tg))).To(Succeed())
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "foo"}, ns); apierrors.IsNotFound(err) {
+		return
+	}
+	g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, ns))).To(Succeed())
+	ns.Spec.Finalizers = nil
+	g.Expect(client.IgnoreNotFound(env.Client.SubResource("finalize").Update(ctx, ns))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "foo"}, &corev1.Namespace{}))
+	}, timeout, interval).Should(BeTrue())
 }
 
 func TestDeleteWithoutUninstall(t *testing.T) {
