@@ -270,6 +270,9 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 
+	if failing(s) {
+		return ctrl.Result{}, r.stopDeletion(ctx, s)
+	}
 	withoutUninstall := s.exec.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
 	if st.Phase == lsv1alpha1.PhaseInitDelete {
 		// Pass delete-without-uninstall on to every item, and on a retry ask
@@ -321,6 +324,34 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 		st.Phase = lsv1alpha1.PhaseTriggerDelete
 	}
 	return ctrl.Result{}, nil
+}
+
+// stopDeletion runs a deletion job that was interrupted (marked failing): no
+// further item is deleted, and once no deletion is running any more the job
+// ends DeleteFailed with the interrupt's lastError, naming the items left -
+// or, when none is left, the execution goes as after any deletion. (A
+// deletion already running cannot be taken back: the item's deletion
+// timestamp is set, and its deployer acts on that alone.)
+func (r *Reconciler) stopDeletion(ctx context.Context, s *scope) error {
+	var deleting, left []string
+	for _, n := range sortedKeys(s.items) {
+		left = append(left, n)
+		if deleteStateOf(s.items[n]) == deleteRunning {
+			deleting = append(deleting, n)
+		}
+	}
+	if len(deleting) > 0 {
+		logf.FromContext(ctx).V(1).Info("interrupted deletion job waits for the deletions running", "deleting", deleting)
+		return nil
+	}
+	if len(left) == 0 {
+		return r.removeFinalizer(ctx, s)
+	}
+	le := *s.exec.Status.LastError
+	le.Message += "; deploy items left: " + strings.Join(left, ", ") + " (retry the deletion with a new job)"
+	logf.FromContext(ctx).Info("interrupted deletion job ended", "itemsLeft", left)
+	r.finishJob(s, lsv1alpha1.PhaseDeleteFailed, &le)
+	return nil
 }
 
 // removeFinalizer lets the execution go once its items are gone.

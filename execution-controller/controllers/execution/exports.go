@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -69,18 +70,18 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	name := ExportsObjectName(s.exec.Name)
 	cur := &lsv1alpha1.DataObject{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)
-	if ref := metav1.GetControllerOf(cur); err == nil && ref != nil && ref.UID != s.exec.UID && cur.DeletionTimestamp != nil {
-		return fmt.Errorf("exports DataObject %s/%s is being deleted; waiting to write it anew", cur.Namespace, name)
-	}
-	if ref := metav1.GetControllerOf(cur); err == nil && ref != nil && ref.UID != s.exec.UID && (ref.Kind != "Execution" || ref.Name != s.exec.Name) {
-		// Someone else's DataObject of that name (say an installation's
-		// export with dataRef "<exec>-exports"): never taken over, and no
-		// retry can fix it. That of an earlier execution of this name
-		// (deleted and created again) is this one's: the apply below
-		// replaces its owner reference (this field manager wrote it).
-		return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
-			"exports DataObject %s/%s exists and is controlled by %s; it is left alone: rename the execution or that DataObject",
-			cur.Namespace, name, controllerName(cur))}
+	if err == nil && !ownedBy(cur, s.exec) {
+		if cur.DeletionTimestamp != nil {
+			return fmt.Errorf("exports DataObject %s/%s is being deleted; waiting to write it anew", cur.Namespace, name)
+		}
+		if !exportsOfThisName(cur, s.exec) {
+			// Someone else's DataObject of that name (say an installation's
+			// export with dataRef "<exec>-exports", or one created by hand):
+			// never taken over, and no retry can fix it.
+			return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
+				"exports DataObject %s/%s exists and is controlled by %s; it is left alone: rename the execution or that DataObject",
+				cur.Namespace, name, controllerName(cur))}
+		}
 	}
 	switch {
 	case err == nil && ownedBy(cur, s.exec) && sameData(cur.Data.RawMessage, data):
@@ -115,6 +116,23 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	}
 	s.exec.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: name, Namespace: s.exec.Namespace}
 	return nil
+}
+
+// exportsOfThisName reports whether do, a DataObject named like exec's
+// exports that exec does not own, is the exports DataObject of an execution
+// of exec's name, which exec takes over (the apply replaces its owner
+// reference; this field manager wrote it): controlled by an earlier
+// execution of this name (deleted and created again), or controlled by
+// nothing but labelled managed-by this name, as every exports DataObject is
+// written (its owner reference was removed: the execution was deleted with
+// --cascade=orphan). Anything else of that name (controlled by anything
+// else, or by nothing and without that label: created by hand) is not.
+func exportsOfThisName(do *lsv1alpha1.DataObject, exec *lsv1alpha1.Execution) bool {
+	ref := metav1.GetControllerOf(do)
+	if ref == nil {
+		return do.Labels[lsv1alpha1.ManagedByExecutionLabel] == ManagedByValue(exec.Name)
+	}
+	return ref.Kind == "Execution" && strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") && ref.Name == exec.Name
 }
 
 func ownedBy(o client.Object, exec *lsv1alpha1.Execution) bool {

@@ -186,11 +186,9 @@ func (r *Reconciler) loadItems(ctx context.Context, s *scope) (ctrl.Result, erro
 // annotation to the create of an item handed its job at once.
 func desiredItem(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) (*unstructured.Unstructured, error) {
 	labels := map[string]any{}
-	for k, v := range t.Labels {
+	for k, v := range desiredLabels(exec, t) {
 		labels[k] = v
 	}
-	labels[lsv1alpha1.ManagedByExecutionLabel] = ManagedByValue(exec.Name)
-	labels[lsv1alpha1.ExecutionItemNameLabel] = t.Name
 	meta := map[string]any{
 		"name":      ItemObjectName(exec.Name, t.Name),
 		"namespace": exec.Namespace,
@@ -230,8 +228,61 @@ func desiredItem(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) (
 	}}, nil
 }
 
+// desiredLabels are the labels desiredItem gives the item of template t.
+func desiredLabels(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) map[string]string {
+	out := make(map[string]string, len(t.Labels)+2)
+	for k, v := range t.Labels {
+		out[k] = v
+	}
+	out[lsv1alpha1.ManagedByExecutionLabel] = ManagedByValue(exec.Name)
+	out[lsv1alpha1.ExecutionItemNameLabel] = t.Name
+	return out
+}
+
+// extraLabels are the keys of the labels cur carries that desiredItem would
+// not set: labels of other managers or users, or labels this controller set
+// from an earlier template that dropped them. Which one only the item's
+// managedFields tell (the cache strips them): see ownsAnyLabel.
+func extraLabels(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem) []string {
+	want := desiredLabels(exec, t)
+	var out []string
+	for k := range cur.Labels {
+		if _, ok := want[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ownsAnyLabel reports whether manager owns one of the labels keys of di (a
+// live copy: managedFields) through any of its managedFields entries on the
+// main resource: the item's create or an apply of this controller.
+func ownsAnyLabel(di *lsv1alpha1.DeployItem, manager string, keys []string) bool {
+	for _, mf := range di.ManagedFields {
+		if mf.Manager != manager || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		for _, k := range keys {
+			if _, ok := fields.Metadata.Labels["f:"+k]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // upToDate reports whether cur already matches what desiredItem would apply,
-// so that an unchanged item costs no API request.
+// so that an unchanged item costs no API request. Labels cur carries beyond
+// the desired ones are not looked at here (see extraLabels).
 func upToDate(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem) bool {
 	if cur == nil {
 		return false
@@ -239,14 +290,10 @@ func upToDate(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate, cur 
 	if ref := metav1.GetControllerOf(cur); ref == nil || ref.UID != exec.UID {
 		return false
 	}
-	for k, v := range t.Labels {
-		if cur.Labels[k] != v {
+	for k, v := range desiredLabels(exec, t) {
+		if l, ok := cur.Labels[k]; !ok || l != v {
 			return false
 		}
-	}
-	if cur.Labels[lsv1alpha1.ManagedByExecutionLabel] != ManagedByValue(exec.Name) ||
-		cur.Labels[lsv1alpha1.ExecutionItemNameLabel] != t.Name {
-		return false
 	}
 	deps := slices.Clone(t.DependsOn)
 	sort.Strings(deps)
@@ -316,10 +363,22 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			// carry on as for an existing item.
 			cur = s.items[t.Name]
 		}
-		if createOnly || upToDate(s.exec, t, cur) {
+		if createOnly {
 			continue
 		}
-		if err := r.updateItem(ctx, s, t, cur); err != nil {
+		// An item whose fields match may still carry a label an earlier
+		// template had and this one dropped: it goes with the update, but
+		// only when this controller owns it (a user's or another manager's
+		// label stays, and costs no write). Which it is only a live read
+		// tells: a rare path (labels no template sets are rare).
+		onlyLabels := upToDate(s.exec, t, cur)
+		var extra []string
+		if onlyLabels {
+			if extra = extraLabels(s.exec, t, cur); len(extra) == 0 {
+				continue
+			}
+		}
+		if err := r.updateItem(ctx, s, t, cur, extra); err != nil {
 			return r.unstampOnProblem(ctx, s, err)
 		}
 	}
@@ -463,7 +522,11 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 // create's fields are handed to the apply's entry, as kubectl does when
 // moving from client-side to server-side apply (csaupgrade). That needs
 // managedFields, which the cache strips: the item is read live first.
-func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem) error {
+//
+// With extraLabels (the item is up to date but for these labels), the item is
+// only written when this controller owns one of them: a label it set from an
+// earlier template, which the apply removes.
+func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem, extraLabels []string) error {
 	live := &lsv1alpha1.DeployItem{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cur), live); err != nil {
 		return fmt.Errorf("reading deploy item %s: %w", cur.Name, err)
@@ -472,6 +535,11 @@ func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 		return configProblem{ReasonDeployItemNameConflict, fmt.Errorf(
 			"deploy item %s/%s (item %s of execution %s) is now controlled by %s; it is left alone",
 			live.Namespace, live.Name, t.Name, s.exec.Name, controllerName(live))}
+	}
+	if len(extraLabels) > 0 && !ownsAnyLabel(live, r.FieldManager, extraLabels) {
+		logf.FromContext(ctx).V(1).Info("deploy item up to date; its other labels are not this controller's",
+			"item", t.Name, "deployItem", cur.Name, "labels", extraLabels)
+		return nil
 	}
 	if createdByUpdate(live, r.FieldManager) {
 		p, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.FieldManager), r.FieldManager)
@@ -556,6 +624,14 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 	if !stampedAtCreate || len(set) > 0 {
 		stamp := r.Now().UTC().Format(ReconcileTimeFormat)
 		set[lsv1alpha1.ReconcileTimeAnnotation] = &stamp
+	}
+	if operation(item) == lsv1alpha1.OperationAbort {
+		// An abort request left over from the item's earlier job (its
+		// removal is a second write, which can fail): it is about a job
+		// that has ended, and must not abort this one (a deployer aborts
+		// whatever job runs while it is there). It goes in the same write.
+		set[lsv1alpha1.OperationAnnotation] = nil
+		set[lsv1alpha1.AbortTimeAnnotation] = nil
 	}
 	replaced := []string{item.ResourceVersion}
 	if len(set) > 0 {

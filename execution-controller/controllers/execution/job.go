@@ -45,8 +45,10 @@ const (
 	ReasonDeleteFailed        = "DeleteFailed"
 	ReasonDeleted             = "Deleted"
 	ReasonReconcileIgnored    = "ReconcileIgnored"
-	ReasonReconcilePostponed  = "ReconcilePostponed"
-	ReasonWaitingForJob       = "WaitingForJob"
+	// ReasonInterruptIgnored: operation: interrupt while no job runs.
+	ReasonInterruptIgnored   = "InterruptIgnored"
+	ReasonReconcilePostponed = "ReconcilePostponed"
+	ReasonWaitingForJob      = "WaitingForJob"
 	// ReasonDependenciesRemoved: items of a job cannot start because an item
 	// they depend on left the spec mid-job before the job could create it.
 	ReasonDependenciesRemoved = "DependenciesRemoved"
@@ -123,10 +125,18 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// handleInterrupt implements operation: interrupt (seed 002): every item still
-// running the current job ends Failed with jobIDFinished = jobID and a
-// lastError saying so; the execution's job ends Failed the same way; the
-// annotation is removed once that is written.
+// handleInterrupt implements operation: interrupt (seed 002) on the running
+// job; the annotation is removed once what it caused is written.
+//   - An install job: every item still running it ends Failed with
+//     jobIDFinished = jobID and a lastError saying so; the job ends Failed
+//     the same way.
+//   - A deletion job: a deletion cannot be taken back (the item's deletion
+//     timestamp is set, and its deployer acts on that alone), so the
+//     interrupt stops the job from deleting further items and the job ends
+//     DeleteFailed (Interrupted, naming the items left) once the deletions
+//     already running have ended (handleDeletion) - or, when that left no
+//     item, the execution goes as after any deletion.
+//   - No job: nothing to interrupt; the annotation is removed (Normal event).
 func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if operation(s.exec) != lsv1alpha1.OperationInterrupt {
 		return ctrl.Result{}, nil
@@ -134,11 +144,38 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 	log := logf.FromContext(ctx)
 	st := &s.exec.Status
 	job := st.JobID
+	// Removed once what the interrupt caused is written (queued on the
+	// paths that succeed: a failed item write keeps it for the retry).
+	remove := r.removeOperation(s, lsv1alpha1.OperationInterrupt)
+	if !jobid.HasNewJob(st.JobID, st.JobIDFinished) {
+		s.afterStatus = append(s.afterStatus, remove)
+		log.Info("operation: interrupt with no job running; removed")
+		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeNormal, ReasonInterruptIgnored, "Interrupt",
+			"operation: interrupt has no effect: no job is running; removed")
+		s.done = true
+		return ctrl.Result{}, nil
+	}
 	msg := fmt.Sprintf("job %s was interrupted by operation: interrupt on execution %s", job, s.exec.Name)
+	if deletePhase(st.Phase) {
+		s.afterStatus = append(s.afterStatus, remove)
+		if st.LastError != nil && st.LastError.Reason == ReasonInterrupted {
+			return ctrl.Result{}, nil // marked already (a stale copy still shows the annotation)
+		}
+		r.markFailing(ctx, s, ReasonInterrupted, msg, lsv1alpha1.ErrorInterrupted)
+		s.guardStatus = true
+		log.Info("deletion job interrupted; no further deploy item is deleted")
+		s.afterStatus = append(s.afterStatus, func(context.Context) error {
+			r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonInterrupted, "Interrupt",
+				"deletion job %s interrupted: no further deploy items are deleted; deletions already running end first", job)
+			return nil
+		})
+		// handleDeletion ends the job (now, or once the running deletions ended).
+		return ctrl.Result{}, nil
+	}
 	var interrupted []string
 	for _, name := range sortedKeys(s.items) {
 		di := s.items[name]
-		if job == "" || stateOf(di, job) != stateRunning {
+		if stateOf(di, job) != stateRunning {
 			continue
 		}
 		if err := patch.FailItem(ctx, r.Client, r.FieldManager, di, lsv1alpha1.Error{
@@ -156,22 +193,16 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 		}
 		interrupted = append(interrupted, name)
 	}
-	if jobid.HasNewJob(st.JobID, st.JobIDFinished) {
-		final := lsv1alpha1.PhaseFailed
-		if deletePhase(st.Phase) {
-			final = lsv1alpha1.PhaseDeleteFailed
-		}
-		r.finishJob(s, final, &lsv1alpha1.Error{
-			Operation: lsv1alpha1.OperationInterrupted,
-			Reason:    lsv1alpha1.ReasonInterrupted,
-			Message:   msg,
-			Codes:     []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted},
-		})
-	}
+	r.finishJob(s, lsv1alpha1.PhaseFailed, &lsv1alpha1.Error{
+		Operation: lsv1alpha1.OperationInterrupted,
+		Reason:    lsv1alpha1.ReasonInterrupted,
+		Message:   msg,
+		Codes:     []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted},
+	})
+	s.afterStatus = append(s.afterStatus, remove)
 	log.Info("job interrupted", "interruptedItems", interrupted)
 	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonInterrupted, "Interrupt",
 		"job %s interrupted; %d running deploy items set to Failed", job, len(interrupted))
-	s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationInterrupt))
 	s.done = true
 	return ctrl.Result{}, nil
 }
@@ -308,6 +339,30 @@ func (r *Reconciler) finishJob(s *scope, phase lsv1alpha1.Phase, lastErr *lsv1al
 	})
 }
 
+// markFailing records why the running job will fail in status.lastError
+// while items of the job still run (a job's lastError is cleared when it
+// starts, so one set while it runs marks it failing): no further item starts
+// or is deleted, and the job ends with this error once none runs any more.
+func (r *Reconciler) markFailing(ctx context.Context, s *scope, reason, msg string, code lsv1alpha1.ErrorCode) {
+	op := OperationReconcile
+	if deletePhase(s.exec.Status.Phase) {
+		op = OperationDelete
+	}
+	if reason == ReasonInterrupted {
+		op = lsv1alpha1.OperationInterrupted
+	}
+	logf.FromContext(ctx).Info("job failing; waiting for its running deploy items", "reason", reason, "message", msg)
+	now := metav1.NewTime(r.Now())
+	le := &lsv1alpha1.Error{Operation: op, Reason: reason, Message: msg, LastTransitionTime: now, LastUpdateTime: now}
+	if code != "" {
+		le.Codes = []lsv1alpha1.ErrorCode{code}
+	}
+	s.exec.Status.LastError = le
+}
+
+// failing reports whether the running job was marked failing (markFailing).
+func failing(s *scope) bool { return s.exec.Status.LastError != nil }
+
 func (r *Reconciler) failJob(ctx context.Context, s *scope, operation, reason, msg string, code lsv1alpha1.ErrorCode) {
 	logf.FromContext(ctx).Info("job failed", "reason", reason, "message", msg)
 	le := &lsv1alpha1.Error{Operation: operation, Reason: reason, Message: msg}
@@ -394,7 +449,20 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseProgressing)
 		// An item of the job deleted by hand mid-job is recreated (with the
 		// spec it had at job start or newer), unless its entry left the spec.
-		err := r.syncItems(pctx, s, true)
+		// Not once the job is failing: nothing starts any more.
+		var err error
+		if st.LastError == nil {
+			err = r.syncItems(pctx, s, true)
+		}
+		var problem configProblem
+		if errors.As(err, &problem) {
+			// Like a failed item: no further item starts, and the job ends
+			// Failed with it once no item of the job is still running (see
+			// progress). Recorded in lastError, which marks the running job
+			// as failing across reconciles.
+			r.markFailing(ctx, s, problem.reason, problem.Error(), lsv1alpha1.ErrorConfigurationProblem)
+			err = nil
+		}
 		done := false
 		if err == nil {
 			jg, dropped := jobGraph(s)
@@ -476,12 +544,20 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 			succeeded++
 		}
 	}
-	if len(failed) > 0 {
-		if len(running) == 0 {
+	if len(failed) > 0 || failing(s) {
+		switch {
+		case len(running) > 0:
+			log.V(1).Info("waiting for running deploy items before failing", "failed", failed, "running", running)
+		case failing(s):
+			// The cause recorded first (say a name conflict) is the job's.
+			le := *s.exec.Status.LastError
+			if len(failed) > 0 {
+				le.Message += fmt.Sprintf("; deploy items failed: %s", strings.Join(failed, ", "))
+			}
+			r.finishJob(s, lsv1alpha1.PhaseFailed, &le)
+		default:
 			r.failJob(ctx, s, OperationReconcile, ReasonDeployItemsFailed,
 				fmt.Sprintf("deploy items failed: %s", strings.Join(failed, ", ")), "")
-		} else {
-			log.V(1).Info("waiting for running deploy items before failing", "failed", failed, "running", running)
 		}
 		return false, nil
 	}

@@ -38,6 +38,15 @@ func progressing(since time.Time) itemOpt {
 	}
 }
 
+// finished: the item picked job up at pickedUp and finished it Succeeded.
+func finished(job string, pickedUp time.Time) itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		di.Status.Phase = lsv1alpha1.PhaseSucceeded
+		di.Status.JobID, di.Status.JobIDFinished = job, job
+		di.Status.LastReconcileTime = &metav1.Time{Time: pickedUp}
+	}
+}
+
 func aborting(since time.Time) itemOpt {
 	return func(di *lsv1alpha1.DeployItem) {
 		di.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationAbort)
@@ -93,6 +102,15 @@ func TestEvaluate(t *testing.T) {
 		"abort none":                    {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: timeout.Disabled()}},
 		"aborted item already finished": {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
 		"deleting is not aborted":       {item: item(progressing(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseDeleting }), now: t0.Add(time.Hour), cfg: cfg},
+		// A stamp whose removal was lost after the job it handed over had
+		// finished does not fail the finished item; a stamp of the next
+		// job (newer than the last pickup) and one of a job not finished do.
+		"stamp left over from a finished job":    {item: item(reconcileTime(t0), finished("j1", t0.Add(time.Second))), now: t0.Add(time.Hour), cfg: cfg},
+		"stamp of the same second as the pickup": {item: item(reconcileTime(t0), finished("j1", t0)), now: t0.Add(time.Hour), cfg: cfg},
+		"stamp newer than the finished job's pickup": {item: item(reconcileTime(t0.Add(time.Minute)), finished("j1", t0)), now: t0.Add(time.Hour), cfg: cfg,
+			action: ActionFailPickup, timeout: 5 * time.Minute},
+		"stamp of a job not finished": {item: item(reconcileTime(t0), finished("j1", t0.Add(time.Second)), func(di *lsv1alpha1.DeployItem) { di.Status.JobID = "j2" }),
+			now: t0.Add(time.Hour), cfg: cfg, action: ActionFailPickup, timeout: 5 * time.Minute},
 		"earliest of pickup and progressing": {item: item(progressing(t0), reconcileTime(t0.Add(8*time.Minute))), now: t0.Add(9 * time.Minute), cfg: cfg,
 			requeue: time.Minute},
 	} {

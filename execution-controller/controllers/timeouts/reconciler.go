@@ -173,7 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // fail ends the item's current job as Failed with lastError, then removes the
-// annotations that drove the timeout, so a later job does not inherit them.
+// annotations that drove the timeout, and any abort request, so a later job
+// does not inherit them.
 func (r *Reconciler) fail(ctx context.Context, item *lsv1alpha1.DeployItem, lastErr lsv1alpha1.Error, removeAnnotations ...string) error {
 	if err := patch.FailItem(ctx, r.Client, r.FieldManager, item, lastErr, r.Now()); err != nil {
 		return err
@@ -181,6 +182,13 @@ func (r *Reconciler) fail(ctx context.Context, item *lsv1alpha1.DeployItem, last
 	remove := map[string]*string{}
 	for _, k := range removeAnnotations {
 		remove[k] = nil
+	}
+	if lsv1alpha1.Operation(item.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+		// The job is over: an abort request (say one left over from an
+		// earlier job, which Evaluate ignores as stale) has nothing left to
+		// abort. It goes with this write rather than stay for ever.
+		remove[lsv1alpha1.OperationAnnotation] = nil
+		remove[lsv1alpha1.AbortTimeAnnotation] = nil
 	}
 	return patch.Annotations(ctx, r.Client, r.FieldManager, item, "", remove)
 }
