@@ -255,3 +255,38 @@ func TestClaimReconcilerAsksAPIServerForLateTarget(t *testing.T) {
 		g.Expect(after.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, appstudiov1alpha1.ClaimRecord(earlier)))
 	})
 }
+
+// TestUnknownRecordWriteOnPreBoundTarget: the write that records the claim on
+// a target pre-bound to it by name times out, not applied, and the cache then
+// shows the target as before. The target's claimRef already named the claim
+// before the write, so it says nothing about the write's outcome: the next
+// reconcile asks the API server for the record, finds it missing and writes
+// it, instead of waiting for a cache update that no write of the binder will
+// bring.
+func TestUnknownRecordWriteOnPreBoundTarget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	pre := newTarget(ns, "pre", class.Name, "c")
+	c := newClaim(ns, "c", class.Name, "")
+	c.Finalizers = []string{appstudiov1alpha1.ClaimFinalizer}
+	create(t, pre, c)
+	cached := startCache(t, ns)
+	for _, o := range []client.Object{pre, c} {
+		eventuallyCached(t, cached, o)
+	}
+	wc := &timeoutClient{Client: cached, target: "pre"}
+	r := &claim.Reconciler{Client: wc, APIReader: env.Client, Recorder: events.NewFakeRecorder(100)}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(apierrors.IsServerTimeout(err)).To(BeTrue(), "the write times out: %v", err)
+	g.Expect(getTarget(g, ns, "pre").Annotations).NotTo(HaveKey(appstudiov1alpha1.ClaimAnnotation), "not applied")
+
+	// The cache still shows the target as it was before the write.
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(getTarget(g, ns, "pre").Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ClaimAnnotation, appstudiov1alpha1.ClaimRecord(getClaim(g, ns, "c"))),
+		"the record is written on the next reconcile")
+}

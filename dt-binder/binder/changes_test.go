@@ -101,6 +101,20 @@ func testClassChangedAfterBinding(t *testing.T, boundUnder, changedTo appstudiov
 	g.Expect(getTarget(g, ns, "free").Spec.ClaimRef).To(BeNil())
 }
 
+// dropClaimRecord takes the claim record off a bound target, as a target
+// bound before the record existed has none (the binder records the claim on
+// a target naming it without the record when it binds it, and leaves a bound
+// one as it is).
+func dropClaimRecord(t *testing.T, ns, name string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		dt := getTarget(g, ns, name)
+		base := dt.DeepCopy()
+		delete(dt.Annotations, appstudiov1alpha1.ClaimAnnotation)
+		g.Expect(env.Client.Patch(context.Background(), dt, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
 // forceDelete deletes a claim as a user who removes its finalizer by force
 // does: the finalizer write and a delete preconditioned on that write's
 // resourceVersion (the binder, running, adds its finalizer back to a claim
@@ -133,10 +147,12 @@ func TestNewClaimNamedInReleasedTarget(t *testing.T) {
 	startBinder(t, binder.Options{}, ns)
 
 	// releasedFor leaves a Released target naming claim: bound, then the
-	// claim's finalizer removed by force.
+	// claim's finalizer removed by force. The target records no claim
+	// object, as one bound before the record existed.
 	releasedFor := func(claimName, targetName, className string) {
 		t.Helper()
 		bindDynamically(t, ns, className, claimName, targetName)
+		dropClaimRecord(t, ns, targetName)
 		forceDelete(t, ns, claimName)
 		eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claimName}})
 		eventuallyTarget(t, ns, targetName, appstudiov1alpha1.DeploymentTargetPhaseReleased, claimName)
@@ -393,6 +409,7 @@ func testForceDeletedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy)
 	// the binder was stopped, and the target turned Released, still naming
 	// it (set by hand here, as that binder wrote it).
 	stop()
+	dropClaimRecord(t, ns, "old-norecord")
 	forceDelete(t, ns, "left")
 	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left"}})
 	g.Eventually(func(g Gomega) {

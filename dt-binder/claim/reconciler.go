@@ -42,8 +42,10 @@ const DefaultRetryInterval = 500 * time.Millisecond
 
 // Event reasons for actions and errors (phase transitions use the Bound
 // condition's reason).
+// A claimRef write is not an Event of its own (TargetClaimed was, once): it
+// is a step of the binding, whose outcome the claim's Bound Event (and the
+// target's) tells; the write is logged and is the ClaimTarget span.
 const (
-	EventTargetClaimed  = "TargetClaimed"
 	EventDeletingTarget = "DeletingTarget"
 	EventTargetRetained = "TargetRetained"
 	EventClassNotFound  = "ClassNotFound"
@@ -391,7 +393,10 @@ func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
 		switch {
 		case err != nil && !apierrors.IsNotFound(err):
 			return fmt.Errorf("confirming the claimRef write on target %s: %w", x.target, err)
-		case err == nil && live.Spec.ClaimRef != nil && live.Spec.ClaimRef.Name == s.claim.Name && !binding.ForEarlierClaim(live, s.claim):
+		case err == nil && binding.RecordedClaimUID(live) == string(s.claim.UID):
+			// The record, not the claimRef alone, tells: every claimRef
+			// write carries it, and the record alone is what a write on a
+			// target pre-bound to this claim adds (recordClaim).
 			s.log.Info("claimRef write whose outcome was unknown was applied", "target", x.target)
 			r.exp.resolve(s.key)
 		default:
@@ -532,6 +537,9 @@ func (r *Reconciler) bind(ctx context.Context, s *scope) error {
 		return r.bindStatic(ctx, s)
 	}
 	if t := binding.BoundTarget(c, s.named); t != nil {
+		if wrote, err := r.recordClaim(ctx, s, t); wrote || err != nil {
+			return err
+		}
 		r.follow(s, t)
 		return nil
 	}
@@ -712,6 +720,9 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		}
 		return nil
 	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name:
+		if wrote, err := r.recordClaim(ctx, s, t); wrote || err != nil {
+			return err
+		}
 		r.follow(s, t)
 		return nil
 	case t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name != "":
@@ -803,7 +814,16 @@ func (r *Reconciler) bindBestMatch(ctx context.Context, s *scope) error {
 // on the resourceVersion the decision was made on.
 // A target another reconcile of this binder is claiming right now counts as
 // a conflict (see expectations).
-func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (err error) {
+func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) error {
+	return r.writeClaimRef(ctx, s, t, tracing.Inject)
+}
+
+// writeClaimRef is claimTarget's write; inject puts the trace context of
+// the ClaimTarget span into the target's annotations (tracing.Inject, or
+// tracing.InjectOnce to keep a context the target has: recordClaim's, on a
+// target whose creator handed a trace over already).
+func (r *Reconciler) writeClaimRef(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget,
+	inject func(context.Context, map[string]string) map[string]string) (err error) {
 	// A claim is never deleted without its target being dealt with: its
 	// finalizer is on the API server before any target names it.
 	if err := r.persistFinalizer(ctx, s); err != nil {
@@ -826,7 +846,7 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 	patched.Annotations[appstudiov1alpha1.ClaimAnnotation] = appstudiov1alpha1.ClaimRecord(s.claim)
 	// The claim's job goes on with the target (whose reconcile reports it
 	// Bound): hand the trace over in the same write (no-op with tracing off).
-	patched.Annotations = tracing.Inject(ctx, patched.Annotations)
+	patched.Annotations = inject(ctx, patched.Annotations)
 	if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// Not applied: the target moved on, or is gone.
@@ -842,9 +862,51 @@ func (r *Reconciler) claimTarget(ctx context.Context, s *scope, t *appstudiov1al
 		return fmt.Errorf("claiming target %s: %w", t.Name, err)
 	}
 	r.exp.done(s.key, key, t.ResourceVersion)
+	// No Event: the claim's Bound Event, once the target reports Bound, is
+	// the one that says what happened (this write is logged, and traced).
 	s.log.Info("claimed target", "target", t.Name)
-	r.Recorder.Eventf(s.claim, patched, corev1EventNormal, EventTargetClaimed, "Bind", "Claimed target %s", t.Name)
 	return nil
+}
+
+// recordClaim gives a target that names the claim by name only, without the
+// claim record (a target a user pre-bound to the claim, before or after the
+// claim was created; or one an older provisioner made without the record),
+// the record of this claim object, when the claim binds it: as the
+// PersistentVolume controller sets a pre-bound volume's claimRef.uid when it
+// binds it. From then on the target is this claim object's only, as any
+// target the binder bound: a claim of the same name created after this one
+// went by force does not inherit it (reclaimEarlier), and the reclaimPolicy
+// of its class applies when this claim goes without its finalizer running
+// (the target reconciler's reclaimGoneClaim). Without the record both would
+// take the target for the new claim's, or leave it Released for ever.
+//
+// Only while the claim binds (no bind-complete yet): a bind-complete claim
+// whose target lacks the record was bound before the record existed, and is
+// left as it was. The write is claimTarget's (the claimRef already names the
+// claim; the write adds the record and the trace context, preconditioned on
+// the target's resourceVersion), so the claim then waits for the cache to
+// show it, as after any claimRef write, and turns Bound on a later
+// reconcile. It reports whether it wrote (or the target went meanwhile):
+// the reconcile then has nothing more to decide. Rare: pre-bound targets
+// only; a provisioned target carries the record from its create.
+func (r *Reconciler) recordClaim(ctx context.Context, s *scope, t *appstudiov1alpha1.DeploymentTarget) (bool, error) {
+	if binding.BindComplete(s.claim) || binding.RecordedClaimUID(t) != "" || t.DeletionTimestamp != nil || released(t) ||
+		t.Spec.DeploymentTargetClassName != s.claim.Spec.DeploymentTargetClassName {
+		return false, nil
+	}
+	// A trace context the target has (its provisioner's) is kept.
+	if err := r.writeClaimRef(ctx, s, t, tracing.InjectOnce); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // gone: its delete event brings the claim back
+		}
+		return true, err
+	}
+	s.log.Info("recorded the claim on the target pre-bound to it", "target", t.Name)
+	if !provisioning(s.claim) {
+		s.pending(appstudiov1alpha1.BindReasonWaitingForTarget,
+			fmt.Sprintf("target %s names this claim; recorded this claim on it, waiting for it to report Bound", t.Name))
+	}
+	return true, nil
 }
 
 // reclaim is the claim side of deletion (seed 004 steps 1, 2, 7 and rule C):

@@ -54,6 +54,17 @@ const (
 	EventClassNotFound                   = "ClassNotFound"
 )
 
+// Events of reclaimForClaimBoundElsewhere, on the target: it was made (or
+// claimed) for a claim that got bound to another target (a provisioner's
+// target of the claim's old class, arriving after the claim was marked
+// again for its new class's and bound that one's target), and the
+// reclaimPolicy of its class was applied: Delete deletes it, Retain clears
+// its claimRef.
+const (
+	EventClaimBoundElsewhereTargetDeleted  = "ClaimBoundElsewhereTargetDeleted"
+	EventClaimBoundElsewhereTargetReleased = "ClaimBoundElsewhereTargetReleased"
+)
+
 // DefaultUnableToTerminateTimeout is how long a SpaceRequest may report
 // UnableToTerminate before its target is marked Failed (seed 004, step 5).
 const DefaultUnableToTerminateTimeout = 2 * time.Minute
@@ -322,6 +333,9 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	if held := boundElsewhere(claim, t, named); held != "" {
+		return r.reclaimForClaimBoundElsewhere(ctx, s, claim, held)
+	}
 	if claim.Spec.DeploymentTargetClassName != t.Spec.DeploymentTargetClassName {
 		if held := binding.HeldTarget(claim, named); held != nil && held.Name == t.Name {
 			// The claim's class was changed after it bound this target: the
@@ -381,22 +395,16 @@ func (s *scope) unclaimed(wasBound bool) {
 // alone, the target would stay Released, naming a claim that is gone, for
 // ever, and a provisioned target (class Delete) would leak its SpaceRequest
 // and namespace. A target without the record (pre-bound by a user to a claim
-// yet to come, or bound before the record existed) never gets here.
+// that has not bound it yet, or bound before the record existed) never gets
+// here.
 //
 // The cache may lag behind the API server, so the claim is confirmed gone
 // there first (APIReader; this path is rare, the normal path pays nothing):
 // a claim still there with the recorded UID is alive, and the target is left
 // as it is (the claim's watch event brings it back once the cache shows the
 // claim). A claim of the name with another UID is a new object: the one
-// recorded is gone all the same.
-//
-//   - Delete: the target's status is written first (Released if it was bound,
-//     else Pending, ClaimNotFound; the write, preconditioned on the version
-//     read, also proves the cached target current), then the target is
-//     deleted (UID precondition).
-//   - Retain, or a class that does not exist: its claimRef is cleared as on
-//     a normal deletion (reclaim.Release, preconditioned on the version
-//     read), and it turns Released (Available if it was never bound).
+// recorded is gone all the same. The policy is then applied by applyPolicy
+// (Delete: deleted; Retain: released).
 //
 // The claim reconciler's reclaimEarlier may apply the same policy to the same
 // target at once (a new claim of the name appeared): whichever writes second
@@ -414,6 +422,63 @@ func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bo
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("confirming claim %s is gone: %w", name, err)
 	}
+	gone := fmt.Sprintf("claim %s (UID %s) was deleted without its finalizer running", name, recorded)
+	return r.applyPolicy(ctx, s, wasBound, appstudiov1alpha1.TargetReasonClaimNotFound, gone, EventClaimForceDeletedTargetDeleted, EventClaimForceDeletedTargetReleased)
+}
+
+// boundElsewhere returns the name of the target claim is bound to when that
+// is not t, although t was made or claimed for this claim object (t records
+// its UID) and never bound to it; "" otherwise. That is a target the claim
+// does not need: typically the one the old class's provisioner made for a
+// claim marked again for another class's provisioner (ProvisionerChanged)
+// while its SpaceRequest was in flight, after the claim had bound the new
+// class's target. Decided from durable facts, as the PersistentVolume
+// controller decides it (the claim's volumeName names another volume): the
+// claim is bind-complete, its spec.targetName names the other target, which
+// is the one it holds; t never reported Bound (a target the claim bound and
+// keeps after a spec.targetName change is Bound, and stays the claim's).
+func boundElsewhere(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget, named []appstudiov1alpha1.DeploymentTarget) string {
+	if claim.DeletionTimestamp != nil || !binding.BindComplete(claim) || binding.RecordedClaimUID(t) != string(claim.UID) ||
+		t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound || claim.Spec.TargetName == "" || claim.Spec.TargetName == t.Name {
+		return ""
+	}
+	if held := binding.HeldTarget(claim, named); held != nil && held.Name == claim.Spec.TargetName &&
+		held.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound {
+		return held.Name
+	}
+	return ""
+}
+
+// reclaimForClaimBoundElsewhere applies the reclaimPolicy of t's class to a
+// target its claim does not need (boundElsewhere), as the PersistentVolume
+// controller does for a volume provisioned for a claim that got bound to
+// another: Delete deletes it (its provisioner then deletes its SpaceRequest),
+// Retain clears its claimRef (Available; not a late target, which its
+// provisioner deletes). Left naming the claim, it would wait for ever with
+// a reason only, and, should the claim's target go, the claim could take
+// it, a target it never bound, instead of turning Lost. Rare: it takes a
+// class change while a provisioner was at work.
+func (r *Reconciler) reclaimForClaimBoundElsewhere(ctx context.Context, s *scope, claim *appstudiov1alpha1.DeploymentTargetClaim, held string) error {
+	why := fmt.Sprintf("claim %s (UID %s), for which this target was made or claimed, is bound to target %s; it does not need this one", claim.Name, claim.UID, held)
+	return r.applyPolicy(ctx, s, false, appstudiov1alpha1.TargetReasonClaimHasOtherTarget, why, EventClaimBoundElsewhereTargetDeleted, EventClaimBoundElsewhereTargetReleased)
+}
+
+// applyPolicy applies the reclaimPolicy of the target's class for a claim
+// that no longer needs the target (why says which, and why), with Event
+// deletedEvent or releasedEvent on the target:
+//
+//   - Delete: the target's status is written first (Released if it was bound,
+//     else Pending with pendingReason; the write, preconditioned on the version
+//     read, also proves the cached target current), then the target is
+//     deleted (UID precondition).
+//   - Retain, or a class that does not exist: its claimRef is cleared as on
+//     a normal deletion (reclaim.Release, preconditioned on the version
+//     read), and it turns Released (Available if it was never bound); a
+//     late target (reclaim.LateTarget) is left to its provisioner, Pending
+//     with pendingReason.
+func (r *Reconciler) applyPolicy(ctx context.Context, s *scope, wasBound bool, pendingReason, why, deletedEvent, releasedEvent string) error {
+	t := s.target
+	name, recorded := t.Spec.ClaimRef.Name, binding.RecordedClaimUID(t)
 	className := t.Spec.DeploymentTargetClassName
 	class, err := reclaim.GetClass(ctx, r.Client, className)
 	if err != nil {
@@ -422,18 +487,17 @@ func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bo
 	policy := reclaim.Policy(class)
 	if class == nil {
 		r.Recorder.Eventf(t, nil, "Warning", EventClassNotFound, "Reclaim",
-			"DeploymentTargetClass %q does not exist; retaining the target for its gone claim %s (UID %s)", className, name, recorded)
+			"DeploymentTargetClass %q does not exist; retaining the target: %s", className, why)
 	}
-	gone := fmt.Sprintf("claim %s (UID %s) was deleted without its finalizer running", name, recorded)
 	log := s.log.WithValues("claim", name, "claimUID", recorded, "class", className, "reclaimPolicy", policy)
 
 	if policy == appstudiov1alpha1.ReclaimPolicyRetain {
 		if late, err := reclaim.LateTarget(ctx, r.APIReader, t); err != nil || late {
 			if late {
 				log.Info("not releasing a never-bound target whose SpaceRequest is going; its provisioner deletes it")
-				s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound,
+				s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, pendingReason,
 					fmt.Sprintf("%s; this target was never bound and its SpaceRequest %s is being deleted, so it is not released: its provisioner deletes it",
-						gone, t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]))
+						why, t.Annotations[appstudiov1alpha1.SpaceRequestAnnotation]))
 			}
 			return err
 		}
@@ -455,17 +519,17 @@ func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bo
 		r.written.Replaced(client.ObjectKeyFromObject(t), old)
 		s.target, s.before = released, released.DeepCopy()
 		s.unclaimed(wasBound)
-		log.Info("released target: its claim was deleted without its finalizer running")
-		r.Recorder.Eventf(s.target, nil, "Normal", EventClaimForceDeletedTargetReleased, "Reclaim",
-			"%s; released this target for it (class %s, reclaimPolicy Retain): claimRef cleared", gone, className)
+		log.Info("released target: its claim no longer needs it", "why", why)
+		r.Recorder.Eventf(s.target, nil, "Normal", releasedEvent, "Reclaim",
+			"%s; released this target for it (class %s, reclaimPolicy Retain): claimRef cleared", why, className)
 		return nil
 	}
 
-	msg := gone + fmt.Sprintf("; deleting this target (class %s, reclaimPolicy Delete)", className)
+	msg := why + fmt.Sprintf("; deleting this target (class %s, reclaimPolicy Delete)", className)
 	if wasBound {
 		s.set(appstudiov1alpha1.DeploymentTargetPhaseReleased, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonReleased, msg)
 	} else {
-		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimNotFound, msg)
+		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, pendingReason, msg)
 	}
 	err = r.patchStatus(ctx, s)
 	switch {
@@ -484,9 +548,9 @@ func (r *Reconciler) reclaimGoneClaim(ctx context.Context, s *scope, wasBound bo
 	if err := reclaim.Delete(ctx, r.Client, observability.KindTarget, t); err != nil {
 		return err
 	}
-	log.Info("deleting target: its claim was deleted without its finalizer running")
-	r.Recorder.Eventf(s.target, nil, "Normal", EventClaimForceDeletedTargetDeleted, "Reclaim",
-		"%s; deleting this target for it (class %s, reclaimPolicy Delete)", gone, className)
+	log.Info("deleting target: its claim no longer needs it", "why", why)
+	r.Recorder.Eventf(s.target, nil, "Normal", deletedEvent, "Reclaim",
+		"%s; deleting this target for it (class %s, reclaimPolicy Delete)", why, className)
 	return nil
 }
 

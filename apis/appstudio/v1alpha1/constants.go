@@ -25,8 +25,9 @@ const (
 	// another object that must not inherit a binding made for the old one. It
 	// is written in the same write as the claimRef, by the binder and by the
 	// sandbox provisioner (in the target's create), and removed with the
-	// claimRef when the binder releases a target. A target without it (bound
-	// before it existed, or pre-bound by a user) is bound by name. The value
+	// claimRef when the binder releases a target. A target a user pre-bound by
+	// name gets it from the binder when the claim binds it (before the claim
+	// turns Bound); one bound before the record existed is held by name. The value
 	// holds the name too, so that a record left behind by a claimRef someone
 	// rewrote by hand is ignored rather than taken for an earlier claim.
 	ClaimAnnotation = "dt.appstudio.redhat.com/claim"

@@ -160,10 +160,11 @@ func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstu
 // (a spec.targetName change turned it False, and a class change written
 // after that then let go of the target and bound a second one). A target
 // recording its claim object (ClaimAnnotation, written by the binder in its
-// claimRef write and by the provisioner in the target's create) is held by
-// the bind-complete claim whose UID it records (namesClaim has already
-// refused a record of another UID). Only a target without the record (bound
-// before the record existed, or pre-bound by a user) keeps the older rule:
+// claimRef write, or on a target pre-bound by a user when the claim binds it,
+// and by the provisioner in the target's create) is held by the
+// bind-complete claim whose UID it records (namesClaim has already refused a
+// record of another UID). Only a target without the record (bound before the
+// binder wrote it) keeps the older rule:
 // its Bound condition is True, or the claim's spec.targetName names it. A
 // Released target is never held: it was let go by an earlier claim of the
 // same name.
