@@ -26,7 +26,8 @@
 //     fresh reconcile-time annotation), (b) operation: reconcile is set (the
 //     annotation is removed and a fresh job ID written), (c) the item has no
 //     managing execution and metadata.generation != status.observedGeneration,
-//     or (d) operation: force-reconcile is set on a finished item. Starting
+//     or (d) operation: force-reconcile is set on a finished item that is not
+//     being deleted (on one being deleted it is removed unrun). Starting
 //     removes reconcile-time, sets phase Init, lastReconcileTime,
 //     observedGeneration, status.deployer and the finalizer, and goes on with
 //     the steps below in the same reconcile: a synchronous deployer's job
@@ -63,7 +64,10 @@
 // as a second, metadata-only merge patch with a resourceVersion
 // precondition, so a value written meanwhile (a new operation annotation) is
 // never removed by mistake. The status write precedes the metadata write,
-// so a crash in between never loses a started job. The deployer remembers the
+// so a crash in between never loses a started job; a reconcile-time stamp
+// such a crash (or a failed metadata write) leaves on a finished item is
+// removed by a later reconcile once it is clearly older than the finished
+// job (see dropLeftoverPickup). The deployer remembers the
 // resourceVersions its last writes replaced; a reconcile that finds one of
 // them in the cache waits for the cache instead of writing (which could only
 // conflict).

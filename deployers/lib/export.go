@@ -150,8 +150,15 @@ func ClearExport(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem
 
 // DeleteExport deletes the item's export Secret, if there is one the item
 // wrote (labelled ExportOwnerLabel with the item's name). A Secret of that
-// name that the item did not write is left alone.
+// name that the item did not write is left alone. An item without
+// status.exportRef costs no request: it recorded no export Secret, and one
+// whose status write was lost carries the item's owner reference (WriteExport
+// sets it on create and on every apply), so the garbage collector deletes it
+// with the item.
 func DeleteExport(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem) error {
+	if di.Status.ExportReference == nil {
+		return nil
+	}
 	s := &corev1.Secret{}
 	owned, exists, err := exportOwned(ctx, c, di, s)
 	if err != nil {

@@ -455,10 +455,13 @@ func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (reconcile.Resul
 	switch op := lsv1alpha1.Operation(s.item.Annotations[lsv1alpha1.OperationAnnotation]); {
 	case op == lsv1alpha1.OperationAbort:
 		stop, opErr = r.runAbort(ctx, s)
+	case s.item.DeletionTimestamp != nil:
+		// Before force-reconcile: an item being deleted is never re-applied
+		// (decideStart drops a force-reconcile on it), or it would re-create
+		// what its deletion removes.
+		stop, opErr = r.runDelete(ctx, s)
 	case op == lsv1alpha1.OperationForceReconcile:
 		stop, opErr = r.runReconcile(ctx, s, extension.BeforeForceReconcileHook, false)
-	case s.item.DeletionTimestamp != nil:
-		stop, opErr = r.runDelete(ctx, s)
 	default:
 		stop, opErr = r.runReconcile(ctx, s, extension.BeforeReconcileHook, forced)
 	}
@@ -607,6 +610,8 @@ type start struct {
 	remove []string
 	// retryDelete: operation: reconcile on an item being deleted retries the deletion.
 	retryDelete bool
+	// dropForce: operation: force-reconcile on an item being deleted is dropped.
+	dropForce bool
 }
 
 // decideStart applies the start conditions of the brief.
@@ -621,9 +626,15 @@ func decideStart(di *lsv1alpha1.DeployItem) start {
 			d.remove = append(d.remove, lsv1alpha1.ReconcileTimeAnnotation)
 		}
 		// operation: reconcile on an item being deleted retries the deletion.
-		if op == lsv1alpha1.OperationReconcile {
+		switch op {
+		case lsv1alpha1.OperationReconcile:
 			d.remove = append(d.remove, lsv1alpha1.OperationAnnotation)
 			d.retryDelete = true
+		case lsv1alpha1.OperationForceReconcile:
+			// Nothing is re-applied on an item being deleted: the request is
+			// dropped (see handleContract's log line), the deletion goes on.
+			d.remove = append(d.remove, lsv1alpha1.OperationAnnotation)
+			d.dropForce = true
 		}
 		return d
 	}
@@ -674,7 +685,11 @@ func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
 		// A retried deletion gets a deadline of its own, as a first one does.
 		r.startDeletion(s)
 	}
+	if d.dropForce {
+		s.log.Info("ignoring operation: force-reconcile on a deploy item being deleted; the deletion goes on", "phase", di.Status.Phase)
+	}
 	if !d.begin {
+		r.dropLeftoverPickup(s)
 		return false
 	}
 
@@ -723,12 +738,13 @@ func (r *Reconciler) handleContract(ctx context.Context, s *scope) bool {
 func (r *Reconciler) shouldReconcile(s *scope) bool {
 	di := s.item
 	op := lsv1alpha1.Operation(di.Annotations[lsv1alpha1.OperationAnnotation])
-	if op == lsv1alpha1.OperationForceReconcile {
-		return true
-	}
 	if op == lsv1alpha1.OperationAbort {
 		return inJob(di.Status.Phase) && di.Status.Phase != lsv1alpha1.PhaseDeleting
 	}
+	// A deletion is decided by the deletion alone: a force-reconcile on an
+	// item being deleted is dropped (decideStart), not run — re-applying
+	// would re-create objects that nothing deletes any more once the
+	// finalizer is gone (another finalizer may hold the item).
 	if di.DeletionTimestamp != nil {
 		if !controllerutil.ContainsFinalizer(di, lsv1alpha1.Finalizer) {
 			return false
@@ -737,6 +753,9 @@ func (r *Reconciler) shouldReconcile(s *scope) bool {
 		// adding delete-without-uninstall); the watch brings that.
 		failedDelete := di.Status.Phase == lsv1alpha1.PhaseFailed && di.Status.LastError != nil && di.Status.LastError.Operation == OperationDelete
 		return !failedDelete || di.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
+	}
+	if op == lsv1alpha1.OperationForceReconcile {
+		return true
 	}
 	return inJob(di.Status.Phase)
 }
@@ -747,6 +766,50 @@ func (r *Reconciler) dropStaleAnnotations(s *scope) {
 	if lsv1alpha1.Operation(s.item.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
 		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
 	}
+}
+
+// leftoverPickupGrace is how old a reconcile-time stamp on a finished item
+// must be before dropLeftoverPickup takes it for a leftover. The execution
+// writes the stamp of a new job right before the job's ID (two writes in one
+// reconcile); a stamp that young may be that job's, whose ID is on its way.
+const leftoverPickupGrace = 5 * time.Second
+
+// dropLeftoverPickup removes a reconcile-time stamp that a finished job left
+// behind. The stamp is removed with the metadata patch that follows the
+// status write ending a job (on an item that already has the finalizer);
+// when that patch fails (a conflict, an API error, the deployer stopping
+// between the two writes) the item is Succeeded or Failed, jobIDFinished ==
+// jobID, and still carries the stamp, which no later job start removes:
+// the execution controller would fail the item with PickupTimeout. A stamp
+// is a leftover when it is not newer than the finished job's start
+// (lastReconcileTime, which has second precision: a stamp within the same
+// second counts as not newer) and older than leftoverPickupGrace; a younger
+// one is looked at again once it is that old. A stamp newer than the job's
+// start is a new job's, handed over before its ID is written, and stays.
+// Only reconciles that start no job get here, and only an item carrying a
+// stamp costs anything (one annotation removal, with the reconcile's
+// metadata patch).
+func (r *Reconciler) dropLeftoverPickup(s *scope) {
+	di := s.item
+	stamp, ok := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]
+	if !ok || di.DeletionTimestamp != nil || di.Status.LastReconcileTime == nil ||
+		jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) || inJob(di.Status.Phase) {
+		return
+	}
+	t, err := time.Parse(time.RFC3339, stamp)
+	if err != nil {
+		return // the execution controller reports a malformed stamp
+	}
+	if t.Truncate(time.Second).After(di.Status.LastReconcileTime.Time) {
+		return // newer than the last job: a new job is being handed over
+	}
+	if age := r.now().Sub(t); age < leftoverPickupGrace {
+		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: leftoverPickupGrace - age})
+		return
+	}
+	s.log.Info("removing a reconcile-time stamp left over from a finished job", "stamp", stamp,
+		"jobIDFinished", di.Status.JobIDFinished, "lastReconcileTime", di.Status.LastReconcileTime.UTC().Format(time.RFC3339))
+	s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.ReconcileTimeAnnotation)
 }
 
 func (r *Reconciler) request(s *scope, forced bool) *Request {

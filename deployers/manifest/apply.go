@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -98,14 +99,33 @@ func namespaced(c *clusterClient, obj *unstructured.Unstructured) (bool, error) 
 	return false, nil
 }
 
-// owns reports whether the deployer's field manager owns any field of obj.
-func owns(obj *unstructured.Unstructured, manager string) bool {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == manager {
-			return true
-		}
+// ManagedByAnnotation marks every object the manifest deployer applies with
+// the deploy item that manages it: "<namespace>/<name>" of the item (an
+// annotation, as an item's name may exceed a label value's 63 characters).
+// Policy fallback uses it as Landscaper does: the object is applied and
+// deleted only while it is absent or carries this item's mark, so another
+// item's object (or one somebody created by hand, which has no mark) is left
+// alone, even though every item's objects share the deployer's field manager.
+// Policy manage takes an object over, also from another item (Landscaper:
+// "occupies already managed resources"): the mark moves to the new item.
+const ManagedByAnnotation = "manifest.deployer.terrace.dev/managed-by"
+
+// itemMark is the ManagedByAnnotation value of di.
+func itemMark(di *lsv1alpha1.DeployItem) string { return di.Namespace + "/" + di.Name }
+
+// markedBy reports whether obj carries di's ManagedByAnnotation.
+func markedBy(obj *unstructured.Unstructured, di *lsv1alpha1.DeployItem) bool {
+	return obj.GetAnnotations()[ManagedByAnnotation] == itemMark(di)
+}
+
+// mark sets di's ManagedByAnnotation on obj.
+func mark(obj *unstructured.Unstructured, di *lsv1alpha1.DeployItem) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
 	}
-	return false
+	a[ManagedByAnnotation] = itemMark(di)
+	obj.SetAnnotations(a)
 }
 
 // apply applies every manifest by its policy and returns the managed
@@ -114,7 +134,7 @@ func owns(obj *unstructured.Unstructured, manager string) bool {
 // An object of a kind that a CustomResourceDefinition of the same item
 // defines, and that the target does not serve yet, waits for it: it is
 // applied in a later reconcile, and waitingFor says which kinds are missing.
-func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
+func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, cfg *config) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
 	type entry struct {
 		manifestEntry
 		rank  int
@@ -158,6 +178,7 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) (ma
 	}
 	for _, e := range entries {
 		obj := e.obj.DeepCopy()
+		mark(obj, di)
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(obj.GroupVersionKind())
 		exists := false
@@ -174,8 +195,11 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, cfg *config) (ma
 		case e.policy == manifestv1alpha2.ImmutablePolicy && exists:
 			// Created once, never changed.
 			applied = append(applied, existing)
-		case e.policy == manifestv1alpha2.FallbackPolicy && exists && !owns(existing, d.fieldOwner):
-			// Somebody else manages it: leave it alone (and never delete it).
+		case e.policy == manifestv1alpha2.FallbackPolicy && exists && !markedBy(existing, di):
+			// Another item, or somebody else, manages it: leave it alone
+			// (deleteResources does not delete it either).
+			log.FromContext(ctx).V(1).Info("fallback: object managed by someone else; leaving it alone",
+				"object", refString(ref(obj)), "managedBy", existing.GetAnnotations()[ManagedByAnnotation])
 			managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
 			applied = append(applied, existing)
 			continue
@@ -234,7 +258,7 @@ func deletable(p manifestv1alpha2.ManifestPolicy) bool {
 // them would leave them behind for good. An object being deleted without
 // finalizers of its own (a namespace: its content is the namespace
 // controller's) counts as gone.
-func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resources []manifestv1alpha2.ManagedResourceStatus) (left []manifestv1alpha2.ManagedResourceStatus, done bool, err error) {
+func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, resources []manifestv1alpha2.ManagedResourceStatus) (left []manifestv1alpha2.ManagedResourceStatus, done bool, err error) {
 	type item struct {
 		res  manifestv1alpha2.ManagedResourceStatus
 		obj  *unstructured.Unstructured
@@ -293,7 +317,14 @@ func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, resour
 				items = items[1:]
 				continue
 			}
-			if it.res.Policy == manifestv1alpha2.FallbackPolicy && !owns(cur, d.fieldOwner) {
+			if by := cur.GetAnnotations()[ManagedByAnnotation]; (by != "" && by != itemMark(di)) ||
+				(it.res.Policy == manifestv1alpha2.FallbackPolicy && by == "") {
+				// Not this item's (any more): another item took it over
+				// (policy manage), or, for fallback, somebody else manages
+				// it. An unmarked object under manage is this item's (as
+				// applied before objects were marked).
+				log.FromContext(ctx).Info("not deleting an object another item or somebody else manages",
+					"object", refString(it.res.Resource), "managedBy", by, "policy", it.res.Policy)
 				items = items[1:]
 				continue
 			}

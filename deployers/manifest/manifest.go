@@ -40,9 +40,11 @@
 //	continuousReconcile:
 //	  every: 5m                       # re-apply a Succeeded item this often (drift correction)
 //
-// Policies: manage creates, updates and deletes; fallback does so only while
-// no other field manager owns the object (an object somebody else created is
-// left alone); keep creates and updates but never deletes; ignore skips the
+// Policies: manage creates, updates and deletes (and takes an object over
+// from another item); fallback does so only while the object is absent or
+// marked as this item's (ManagedByAnnotation: another item's object, or one
+// somebody else created, is left alone); keep creates and updates but never
+// deletes; ignore skips the
 // manifest; immutable creates the object once and never updates or deletes it.
 //
 // Objects are applied in a safe order (CRDs, namespaces, other cluster-scoped
@@ -178,7 +180,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	prev := previousResources(di)
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
-	managed, applied, waitingFor, applyErr := d.apply(sctx, c, cfg)
+	managed, applied, waitingFor, applyErr := d.apply(sctx, c, di, cfg)
 	tracing.EndStep(span, applyErr)
 	if applyErr != nil || waitingFor != "" {
 		// Keep what was applied recorded, with what was managed before and
@@ -201,7 +203,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	if gone := dropped(prev, managed); len(gone) > 0 {
 		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
-		left, done, delErr := d.deleteResources(sctx, c, gone)
+		left, done, delErr := d.deleteResources(sctx, c, di, gone)
 		tracing.EndStep(span, delErr)
 		// What is not gone yet stays recorded beside what was applied: on a
 		// failed or unfinished deletion the next reconcile (or the item's
@@ -325,13 +327,21 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 			return lib.Result{}, err
 		}
 		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
-		_, done, err := d.deleteResources(sctx, c, prev)
+		_, done, err := d.deleteResources(sctx, c, di, prev)
 		tracing.EndStep(span, err)
 		if err != nil {
 			return lib.Result{}, err
 		}
 		if !done {
-			return lib.PendingFor(time.Second, "waiting for managed objects to be deleted"), nil
+			// Objects held by finalizers on the target, which the deployer
+			// does not watch: look again, backing off like apply (1 s to
+			// 15 s since the deletion started), and at the deadline at the
+			// latest (the library ends the deletion there).
+			wait := waitInterval(di)
+			if !req.Deadline.IsZero() {
+				wait = min(wait, max(time.Until(req.Deadline), 100*time.Millisecond))
+			}
+			return lib.PendingFor(wait, "waiting for managed objects to be deleted"), nil
 		}
 	}
 	if err := lib.DeleteExport(ctx, d.client, di); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/jsonpath"
@@ -210,10 +211,13 @@ func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *co
 		}
 	}
 	for i, chk := range rc.CustomReadinessChecks {
-		for _, r := range chk.Resource {
+		for k, r := range chk.Resource {
 			cur := &unstructured.Unstructured{}
 			cur.SetAPIVersion(r.APIVersion)
 			cur.SetKind(r.Kind)
+			if err := needsNamespace(c, cur, r, fmt.Sprintf("spec.config.readinessChecks.custom[%d].resourceSelector[%d]", i, k), ReasonReadinessInvalid); err != nil {
+				return "", err
+			}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
 				if apierrors.IsNotFound(err) {
 					return fmt.Sprintf("custom readiness check %q: %s not found", chk.Name, refString(r)), nil
@@ -251,6 +255,9 @@ func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (
 		cur := &unstructured.Unstructured{}
 		cur.SetAPIVersion(r.APIVersion)
 		cur.SetKind(r.Kind)
+		if err := needsNamespace(c, cur, r, field+".fromResource", lib.ReasonInvalidConfig); err != nil {
+			return nil, "", err
+		}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Like a missing value: somebody (an operator, a controller)
@@ -284,4 +291,26 @@ func ownManifest(cfg *config, r manifestv1alpha2.TypedObjectReference) bool {
 		return m.policy != manifestv1alpha2.IgnorePolicy && gvk.Group == gv.Group && gvk.Kind == r.Kind &&
 			m.obj.GetName() == r.Name && m.obj.GetNamespace() == r.Namespace
 	})
+}
+
+// needsNamespace fails a reference to an object of a namespaced kind that
+// names no namespace (a configuration problem, reported at once): a
+// reference names one object exactly (Landscaper: "a resource is uniquely
+// defined by its GVK, namespace and name"), so it is not defaulted as a
+// manifest's namespace is; reading it would only find nothing until the
+// item's timeout. Only a reference without a namespace asks the REST mapper
+// (cached); a kind the target does not serve is reported as when reading.
+func needsNamespace(c *clusterClient, obj *unstructured.Unstructured, r manifestv1alpha2.TypedObjectReference, field, reason string) error {
+	if r.Namespace != "" {
+		return nil
+	}
+	gvk := obj.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return classify(field, obj, "mapping", err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return lib.ConfigError(reason, "%s: %s %s (%s) is namespaced: set its namespace", field, r.Kind, r.Name, r.APIVersion)
+	}
+	return nil
 }
