@@ -6,6 +6,10 @@ import (
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=dobj;do,categories=landscaper;terrace
+// The installation context it belongs to, and its name there (written by the
+// installation controller on the objects it writes).
+// +kubebuilder:printcolumn:name="Context",type=string,JSONPath=`.metadata.labels.installation\.terrace\.dev/context`
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.metadata.annotations.installation\.terrace\.dev/key`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DataObject holds one data value an installation imports or exports.

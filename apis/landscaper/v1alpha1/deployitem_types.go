@@ -89,9 +89,10 @@ type DeployItemStatus struct {
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Execution",type=string,JSONPath=`.metadata.labels.execution\.landscaper\.gardener\.cloud/managed-by`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.lastError.reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.lastError.message`,priority=1
 // +kubebuilder:printcolumn:name="JobID",type=string,JSONPath=`.status.jobID`,priority=1
 // +kubebuilder:printcolumn:name="JobIDFinished",type=string,JSONPath=`.status.jobIDFinished`,priority=1
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.lastError.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DeployItem is one unit of work for a deployer: apply spec.config of type

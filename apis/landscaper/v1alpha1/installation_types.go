@@ -176,9 +176,10 @@ type InstallationStatus struct {
 // +kubebuilder:resource:shortName=inst,categories=landscaper;terrace
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Execution",type=string,JSONPath=`.status.executionRef.name`
-// +kubebuilder:printcolumn:name="JobID",type=string,JSONPath=`.status.jobID`
-// +kubebuilder:printcolumn:name="JobIDFinished",type=string,JSONPath=`.status.jobIDFinished`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.lastError.reason`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.lastError.reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.lastError.message`,priority=1
+// +kubebuilder:printcolumn:name="JobID",type=string,JSONPath=`.status.jobID`,priority=1
+// +kubebuilder:printcolumn:name="JobIDFinished",type=string,JSONPath=`.status.jobIDFinished`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Installation instantiates a blueprint: it templates sub-installations and an

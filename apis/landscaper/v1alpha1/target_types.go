@@ -25,6 +25,8 @@ type TargetSpec struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=tgt,categories=landscaper;terrace
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Context",type=string,JSONPath=`.metadata.labels.installation\.terrace\.dev/context`
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.metadata.annotations.installation\.terrace\.dev/key`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.metadata.annotations.landscaper\.gardener\.cloud/environment`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
