@@ -48,6 +48,9 @@ if [[ "${1:-}" == clean ]]; then
   kubectl -n "${NS}" delete installation landscape team-app --ignore-not-found --timeout="${TIMEOUT}s"
   kubectl -n "${NS}" delete dtc team-env --ignore-not-found --timeout="${TIMEOUT}s"
   kubectl delete namespace "${NS}" landscape-app --ignore-not-found --timeout="${TIMEOUT}s"
+  # Cluster-scoped: it would make whoever creates the ServiceAccount
+  # demo/demo-target again cluster-admin.
+  kubectl delete clusterrolebinding terrace-demo-target --ignore-not-found
   exit 0
 fi
 

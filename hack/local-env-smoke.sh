@@ -72,20 +72,37 @@ kill -KILL "$(cat "${pids}/kube-apiserver.pid")" "$(cat "${pids}/dt-binder.pid")
 kubectl get --raw /readyz >/dev/null
 echo "make up recovered from killed processes"
 
-# A rebuilt binary: `make up` restarts the process that runs the old one, and
-# only that one.
+# `make up` itself (it runs `go build -o` for every binary, which writes each
+# file anew) restarts nothing when no code changed.
+declare -A started
+for f in "${pids}"/*.pid; do started["$(basename "${f}" .pid)"]="$(cat "${f}")"; done
+make -C "${ROOT}" up >/dev/null
+for name in "${!started[@]}"; do
+  [[ "$(cat "${pids}/${name}.pid")" == "${started[${name}]}" ]] ||
+    { echo "make up restarted ${name}, whose binary did not change" >&2; exit 1; }
+done
+echo "make up with nothing changed kept all ${#started[@]} processes"
+
+# A changed binary: `make up` restarts the process that runs the old one,
+# and only that one. (A byte appended to an ELF file changes its content, not
+# what it runs; the rebuild at the end puts the built one back.)
 before="$(cat "${pids}/mock-deployer.pid")" other="$(cat "${pids}/dt-binder.pid")"
-touch "${ROOT}/bin/mock-deployer"
+cp "${ROOT}/bin/mock-deployer" "${ROOT}/bin/mock-deployer.smoke"
+printf '\0' >>"${ROOT}/bin/mock-deployer"
 "${ROOT}/hack/local-env.sh" up >/dev/null
+mv "${ROOT}/bin/mock-deployer.smoke" "${ROOT}/bin/mock-deployer"
 after="$(cat "${pids}/mock-deployer.pid")"
 [[ "${after}" != "${before}" ]] || { echo "make up kept mock-deployer (pid ${before}) running its old binary" >&2; exit 1; }
 [[ "$(cat "${pids}/dt-binder.pid")" == "${other}" ]] || { echo "make up restarted dt-binder, whose binary did not change" >&2; exit 1; }
-echo "make up restarted the controller whose binary was rebuilt"
+echo "make up restarted the controller whose binary changed"
 
 # `make down` leaves no process behind.
 recorded=()
 for f in "${pids}"/*.pid; do recorded+=("$(cat "${f}")"); done
 "${ROOT}/hack/demo.sh" clean >/dev/null
+if kubectl get clusterrolebinding terrace-demo-target >/dev/null 2>&1; then
+  echo "make demo-clean left the ClusterRoleBinding terrace-demo-target (cluster-admin)" >&2; exit 1
+fi
 "${ROOT}/hack/local-env.sh" down >/dev/null
 for pid in "${recorded[@]}"; do
   if [[ -e "/proc/${pid}" ]] && [[ "$(awk '{ print $3 }' "/proc/${pid}/stat")" != Z ]]; then

@@ -15,7 +15,8 @@
 #
 # State lives in .local/ (TERRACE_LOCAL_DIR overrides it, so the e2e suite and
 # `make bench` can run their own environment beside yours, on other ports):
-# pki/, etcd/, logs/<component>.log, pids/<component>.pid, pids/<binary>.ports
+# pki/, etcd/, logs/<component>.log, pids/<component>.pid, pids/<component>.sha256 (the binary it
+# runs, see same_binary), pids/<binary>.ports
 # ("<metrics-port> <health-port>"), kubeconfig (admin), kubeconfigs/<binary>.kubeconfig.
 # Controllers inherit the environment, so OTEL_* and TERRACE_TRACES_FILE turn
 # tracing on for all of them.
@@ -75,20 +76,40 @@ started_at() {
   echo $((btime + ticks / $(getconf CLK_TCK)))
 }
 
+# digest FILE: the SHA-256 of FILE's content.
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+# same_binary NAME FILE: whether the running NAME was started from FILE's
+# current content. By content, not modification time: `make up` runs
+# `go build -o` every time, which writes the file anew even when nothing
+# changed. (A process started before digests were recorded falls back to the
+# time check.)
+same_binary() {
+  local name="$1" file="$2" recorded="${PIDS}/$1.sha256"
+  if [[ -f "${recorded}" ]]; then
+    [[ "$(digest "${file}")" == "$(cat "${recorded}")" ]]
+  else
+    [[ "$(stat -c %Y "${file}")" -le "$(started_at "$(pid_of "${name}")")" ]]
+  fi
+}
+
 # start NAME CMD...: starts CMD in the background (its own session, so a
 # terminal's Ctrl-C does not reach it), logs to .local/logs/NAME.log. A
-# process already running is kept, unless its binary was rebuilt since it
+# process already running is kept, unless its binary changed since it
 # started (make up after a code change): then it is restarted.
 start() {
   local name="$1"; shift
   if running "${name}"; then
-    if [[ "$(stat -c %Y "$1")" -le "$(started_at "$(pid_of "${name}")")" ]]; then
+    if same_binary "${name}" "$1"; then
       log "${name} already running (pid $(pid_of "${name}"))"
       return
     fi
-    log "${name}: $1 is newer than the running process; restarting it"
+    log "${name}: $1 changed since the running process started; restarting it"
     stop "${name}"
   fi
+  # Recorded before the start: a binary rewritten right after it would then
+  # count as changed at the next `make up`, never the other way round.
+  digest "$1" >"${PIDS}/${name}.sha256"
   # 9>&-: the process must not inherit the lock (see lock), or the next
   # command would wait for it as long as the process runs.
   setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null 9>&- &
@@ -105,7 +126,7 @@ stop() {
     kill -KILL "${pid}" 2>/dev/null || true
     log "stopped ${name}"
   fi
-  rm -f "${PIDS}/${name}.pid"
+  rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.sha256"
 }
 
 # wait_for DESCRIPTION SECONDS CMD...: retries CMD until it succeeds.
