@@ -3,6 +3,7 @@ package installation_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -66,7 +67,7 @@ func TestLostJobStartIsResumed(t *testing.T) {
 	g.Expect(inst.Status.JobID).To(BeEmpty())
 	// What the controller writes when it consumes the annotation of a new
 	// root: the job derived from the status it read (no job yet).
-	started := jobid.Derive(string(inst.UID), "", "", "false")
+	started := jobid.Derive(string(inst.UID), "", "", "false", strconv.FormatInt(inst.Generation, 10))
 	annotate(g, inst, installation.StartedJobAnnotation, started)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", started)))
 
@@ -75,6 +76,30 @@ func TestLostJobStartIsResumed(t *testing.T) {
 	inst, _ = getInst(ns, "root")()
 	annotate(g, inst, installation.StartedJobAnnotation, jobid.Derive("some", "other", "state"))
 	g.Consistently(getInst(ns, "root"), "2s", interval).Should(HaveField("Status.JobID", started))
+}
+
+// A start consumed before the spec was edited (the edit raced the consume,
+// and the status write that would have recorded the start never happened)
+// is resumed, under the ID of the spec it runs now: the record follows that
+// job, so its end does not count as a lost start again.
+func TestLostJobStartOfAnEarlierGenerationIsResumedAsTheCurrentOne(t *testing.T) {
+	ns, g := setup(t)
+	create(g, newInstallation(ns, "root", simpleBlueprint("")))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(HaveField("Finalizers", ContainElement(lsv1alpha1.Finalizer)))
+	inst, _ := getInst(ns, "root")()
+	g.Expect(inst.Status.JobID).To(BeEmpty())
+	// One update: the record of a start consumed at this generation, and
+	// the spec edit that followed it.
+	inst.Annotations = map[string]string{installation.StartedJobAnnotation: jobid.Derive(string(inst.UID), "", "", "false", strconv.FormatInt(inst.Generation, 10))}
+	inst.Spec.Blueprint.Inline.Filesystem["notes.txt"] = "edited"
+	g.Expect(env.Client.Update(context.Background(), inst)).To(Succeed())
+	current := jobid.Derive(string(inst.UID), "", "", "false", strconv.FormatInt(inst.Generation, 10))
+	g.Expect(inst.Generation).To(BeNumerically("==", 2))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded),
+		HaveField("Status.JobID", current), HaveField("Status.ObservedGeneration", inst.Generation),
+		HaveField("Annotations", HaveKeyWithValue(installation.StartedJobAnnotation, current))),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	g.Consistently(getInst(ns, "root"), "2s", interval).Should(HaveField("Status.JobID", current), "one job, not one per lost-start check")
 }
 
 // Without the reconcile annotation a new root installation does nothing.

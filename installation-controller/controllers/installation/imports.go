@@ -32,6 +32,28 @@ type imports struct {
 	configurations map[string]any
 }
 
+// dataImportNames are the names of the data imports: what writeContextImports
+// copies into the context as DataObjects.
+func (im *imports) dataImportNames() []string {
+	names := make([]string, 0, len(im.values))
+	for name := range im.values {
+		if _, isTarget := im.targets[name]; !isTarget {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// targetImportNames are the names of the target imports: what
+// writeContextImports copies into the context as Targets.
+func (im *imports) targetImportNames() []string {
+	names := make([]string, 0, len(im.targets))
+	for name := range im.targets {
+		names = append(names, name)
+	}
+	return names
+}
+
 // importReads says where resolveImports reads imported DataObjects and
 // Targets from (Secrets and ConfigMaps are always read from the API server).
 type importReads bool

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
@@ -73,17 +75,36 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	if err != nil {
 		return outcome{}, templateFailure(err)
 	}
-
-	if len(templates) > 0 {
-		// Sub-installations read the parent's imports from its context.
-		if err := r.writeContextImports(ctx, inst, im); err != nil {
-			return outcome{}, err
-		}
+	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames()); err != nil {
+		return outcome{}, templateFailure(err)
 	}
+
 	if err := r.syncExecution(ctx, s, items); err != nil {
 		return outcome{}, err
 	}
 	if err := r.syncSubInstallations(ctx, s, bp, templates); err != nil {
+		return outcome{}, err
+	}
+	// The context copies come after the sub-installations are re-templated:
+	// a value a sub-installation exported in the last job and this
+	// installation now imports is then no longer that sub-installation's
+	// export, and its object moves to this installation (claim) instead of
+	// conflicting in every job.
+	keep := sets.New[string]()
+	if len(templates) > 0 {
+		// Sub-installations read the parent's imports from its context.
+		if err := r.writeContextImports(ctx, s, im); err != nil {
+			return outcome{}, err
+		}
+		keep = contextCopyKeys(inst, im)
+	}
+	// Copies of imports this installation no longer has (or all of them,
+	// with no sub-installations left) go now, before any sub-installation
+	// gets the job: a value that moved from this installation's imports to a
+	// sub-installation's exports is then free for that sub-installation to
+	// write, and no sub-installation reads a copy nobody maintains. The
+	// sub-installations are idle (the last job finished) and re-templated.
+	if err := r.deleteStale(ctx, inst, writtenContextCopies, keep); err != nil {
 		return outcome{}, err
 	}
 	if len(s.handDeleted) > 0 {
@@ -160,18 +181,19 @@ const ReasonExportConflict = "ExportConflict"
 // writeContextImports writes the installation's imports into its own context
 // (DataObjects and Targets named "<installation>.<import>") for its
 // sub-installations.
-func (r *Reconciler) writeContextImports(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) error {
+func (r *Reconciler) writeContextImports(ctx context.Context, s *scope, im *imports) error {
+	inst := s.inst
 	for name, v := range im.values {
 		if _, isTarget := im.targets[name]; isTarget {
 			continue
 		}
-		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid}
+		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid, fresh: s.fresh}
 		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
 			return err
 		}
 	}
 	for name, t := range im.targets {
-		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of target import %q", name), invalid: ReasonImportInvalid}
+		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of target import %q", name), invalid: ReasonImportInvalid, fresh: s.fresh}
 		if err := r.writeTarget(ctx, inst, w, t.Spec); err != nil {
 			return err
 		}
@@ -184,6 +206,10 @@ func (r *Reconciler) writeContextImports(ctx context.Context, inst *lsv1alpha1.I
 // it is (for messages) and the reason when the API server refuses it.
 type contextWrite struct {
 	scope, ref, what, invalid string
+	// fresh holds the sub-installations this reconcile wrote (scope.fresh):
+	// an owner of the object re-templated a moment ago is judged by the spec
+	// it has now, not by a cache that may still show the old one.
+	fresh map[string]client.Object
 }
 
 // checkName refuses, before any request, a name the API server would
@@ -235,19 +261,28 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 		return fmt.Errorf("%s: %s %s is being deleted; waiting to write it anew", w.what, kind, obj.GetName())
 	}
 	if ctrl != nil && isInstallationRef(*ctrl, ctrl.Name) {
-		owner := &lsv1alpha1.Installation{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ctrl.Name}, owner)
+		owner, fresh := w.fresh["Installation/"+ctrl.Name].(*lsv1alpha1.Installation)
+		var err error
+		if !fresh {
+			owner = &lsv1alpha1.Installation{}
+			err = r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ctrl.Name}, owner)
+		}
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && owner.UID != ctrl.UID):
 			return fmt.Errorf("%s: %s %s belongs to installation %s, which is gone; waiting for garbage collection to delete it", w.what, kind, obj.GetName(), ctrl.Name)
 		case err != nil:
 			return fmt.Errorf("reading installation %s, owner of %s %s: %w", ctrl.Name, kind, obj.GetName(), err)
-		case noLongerExportedBy(owner, kind, obj):
+		case noLongerExportedBy(owner, kind, obj), w.scope == owner.Name && noLongerImportedBy(owner, obj):
 			// Its writer's spec renamed or dropped this export (the writer's
 			// next completed job would delete it, see deleteStale): the
 			// name is free, and the export moves to inst. Without this, an
 			// export moved to a sibling that the old writer waits for
-			// would conflict in every job.
+			// would conflict in every job. Likewise a context copy of an
+			// import its parent no longer has, written into that parent's
+			// context by one of its sub-installations (the value moved from
+			// the parent's imports to a child's exports): the parent's Init
+			// deletes such a copy before its children get the job, so only a
+			// cache that has not seen the deletion yet still shows it.
 			obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID }))
 			return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
 		}
@@ -269,6 +304,36 @@ func noLongerExportedBy(owner *lsv1alpha1.Installation, kind string, obj client.
 		key = targetKey(obj.GetName())
 	}
 	return !slices.Contains(exportKeys(owner), key)
+}
+
+// noLongerImportedBy reports whether obj is a context copy owner wrote of an
+// import (its key) that owner's spec no longer has: not among its spec's
+// data and target imports, its import data mappings, nor its blueprint's
+// imports (which defaults fill). A blueprint that does not parse frees
+// nothing.
+func noLongerImportedBy(owner *lsv1alpha1.Installation, obj client.Object) bool {
+	key := obj.GetAnnotations()[KeyAnnotation]
+	if obj.GetLabels()[ContextLabel] != labelValue(owner.Name) || key == "" || owner.Spec.Blueprint.Inline == nil {
+		return false
+	}
+	bp, err := blueprint.Parse(owner.Spec.Blueprint.Inline.Filesystem)
+	if err != nil {
+		return false
+	}
+	names := sets.New[string]()
+	for _, d := range owner.Spec.Imports.Data {
+		names.Insert(d.Name)
+	}
+	for _, t := range owner.Spec.Imports.Targets {
+		names.Insert(t.Name)
+	}
+	for k := range owner.Spec.ImportDataMappings {
+		names.Insert(k)
+	}
+	for _, d := range bp.Imports {
+		names.Insert(d.Name)
+	}
+	return !names.Has(key)
 }
 
 // hasOwner reports whether owner (or an earlier incarnation of the same
@@ -759,7 +824,13 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 		missing = append(missing, "execution "+ref.Name)
 	}
 	if len(missing) > 0 {
-		return wait("%s to appear in the cache", strings.Join(missing, ", "))
+		lagging, err := r.confirmMissing(ctx, s, exec == nil)
+		if err != nil {
+			return outcome{}, err
+		}
+		if len(lagging) > 0 {
+			return wait("%s to appear in the cache", strings.Join(lagging, ", "))
+		}
 	}
 	var working, failed []string
 	check := func(kind, name, finished string, phase lsv1alpha1.Phase) {
@@ -777,6 +848,15 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 	}
 	if exec != nil {
 		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase)
+		if st := exec.Status; finishedWith(st.JobIDFinished, job) && st.ObservedGeneration > 0 && st.ObservedGeneration < exec.Generation {
+			// The execution ran the job with a spec older than the one this
+			// job wrote (it had started the job before Init re-templated
+			// it: a job start repeated after a conflict): its items are not
+			// this job's, so the job must not count as done.
+			return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,
+				"execution %s ran the job with its spec of generation %d, not the current %d this job wrote (the spec changed while the job started): add the reconcile annotation to the root installation to start a job with the new spec",
+				exec.Name, st.ObservedGeneration, exec.Generation)
+		}
 	}
 	switch {
 	case len(working) > 0:
@@ -785,6 +865,67 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 		return outcome{}, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "sub-objects failed: %s", strings.Join(failed, ", "))
 	}
 	return next(lsv1alpha1.PhaseCompleting)
+}
+
+// ReasonSubObjectGone: a Warning event when a sub-installation this job
+// created or handed the job to is gone before it finished (deleted by hand
+// with its finalizer removed).
+const ReasonSubObjectGone = "SubObjectGone"
+
+// confirmMissing asks the API server about the sub-objects of the status
+// that the cache does not show (a rare path: normally the cache has caught
+// up), and returns those that exist: the cache lags, the job waits for them.
+// A sub-installation that is gone (its finalizer removed by hand) is treated
+// as gone, as Progressing treats a sub-installation being deleted by hand:
+// the job goes on without it (Warning event SubObjectGone) and the next
+// job's Init creates it again. A gone execution fails the job: its exports
+// are the job's result, and waiting would never end.
+func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing bool) ([]string, error) {
+	inst := s.inst
+	subs, _, err := r.subObjectsOf(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, sub := range subs {
+		have[sub.Name] = true
+	}
+	var lagging, gone []string
+	for _, ref := range inst.Status.InstallationReferences {
+		name := ref.Reference.Name
+		if have[name] {
+			continue
+		}
+		sub := &lsv1alpha1.Installation{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, sub)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && !isOwnedBy(sub, inst):
+			gone = append(gone, name)
+		case err != nil:
+			return nil, fmt.Errorf("reading sub-installation %s: %w", name, err)
+		default:
+			lagging = append(lagging, "sub-installation "+name)
+		}
+	}
+	if ref := inst.Status.ExecutionReference; ref != nil && execMissing {
+		exec := &lsv1alpha1.Execution{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && !isOwnedBy(exec, inst):
+			return nil, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorInternalProblem,
+				"execution %s is gone before it finished the job (deleted by hand, its finalizer removed): the next job creates it again", ref.Name)
+		case err != nil:
+			return nil, fmt.Errorf("reading execution %s: %w", ref.Name, err)
+		default:
+			lagging = append(lagging, "execution "+ref.Name)
+		}
+	}
+	if len(gone) > 0 {
+		logf.FromContext(ctx).Info("sub-installations of the job are gone; going on without them", "subInstallations", gone)
+		r.Recorder.Eventf(inst, nil, "Warning", ReasonSubObjectGone, "Progressing",
+			"sub-installations %s are gone before they finished the job (deleted by hand, their finalizers removed): the job goes on without them, the next job creates them again", strings.Join(gone, ", "))
+	}
+	return lagging, nil
 }
 
 // phaseCompleting fails the job if the spec or the imports changed during
@@ -843,7 +984,7 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 	if err := r.writeExports(ctx, inst, exports); err != nil {
 		return outcome{}, err
 	}
-	if err := r.deleteStaleObjects(ctx, s, im); err != nil {
+	if err := r.deleteStale(ctx, inst, writtenExports, sets.New(exportKeys(inst)...)); err != nil {
 		return outcome{}, err
 	}
 	if err := r.triggerSuccessors(ctx, inst); err != nil {

@@ -578,11 +578,13 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	if d.Postponed && inst.Status.Phase != "" {
 		logf.FromContext(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
 	}
+	resumed := false
 	if d.Action == jobs.Idle && startLost(inst) {
 		// The reconcile annotation was consumed for this job, but its start
-		// never reached the status: resume it (same ID, sub-objects found
-		// done as far as they got).
+		// never reached the status: resume it (same ID unless the spec
+		// changed since, sub-objects found done as far as they got).
 		d = jobs.Decision{Action: jobs.StartNewJob, Phase: lsv1alpha1.PhaseInit}
+		resumed = true
 		logf.FromContext(ctx).Info("resuming a job whose start was not written", "startedJobID", inst.Annotations[StartedJobAnnotation])
 	}
 	switch d.Action {
@@ -616,13 +618,16 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 		// conflict or never happen after sub-objects were created or handed
 		// the job, the next reconcile reads the same state, derives the same
 		// job ID (newJobID) and finds that work done already.
-		if d.RemoveOperation && isRoot(inst) {
+		if (d.RemoveOperation || (resumed && inst.Annotations[StartedJobAnnotation] != inst.Status.JobID)) && isRoot(inst) {
 			// A root's reconcile annotation is consumed in one guarded
 			// metadata patch with the finalizer and the started-job record
 			// that keeps the request from being lost (startLost). It goes
 			// right before the status write, not before the phases: the
 			// execution's create and hand-over do not wait for it, and a
-			// reconcile repeated before it derives the same job.
+			// reconcile repeated before it derives the same job. A resumed
+			// start whose spec changed since it was consumed runs under a
+			// new ID (newJobID): the record follows it, or the job would
+			// count as lost again once it ended.
 			job := inst.Status.JobID
 			s.beforeStatus = func(ctx context.Context) error {
 				return s.writeInst(func() error { return r.consumeAnnotation(ctx, s.inst, job) })
@@ -651,22 +656,49 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 }
 
 // newJobID derives the ID of a new job from the state it starts from: the
-// installation's UID, previous job and whether it is being deleted (the
-// previous job makes every job's ID its own). A reconcile repeated from the
-// same state starts the same job.
+// installation's UID, previous job, whether it is being deleted (the
+// previous job makes every job's ID its own) and its spec's generation. A
+// reconcile repeated from the same state starts the same job; one repeated
+// after the spec changed starts another. A start whose annotation consume
+// conflicted with a spec edit has handed its job to the execution and the
+// sub-installations with the old spec already: the retry, deriving the same
+// job, would find that hand-over done and let the sub-objects finish the
+// job with the spec the installation no longer has, yet report it as run
+// for the new generation. A new ID hands the new spec over as a new job.
 func newJobID(inst *lsv1alpha1.Installation) string {
-	return jobid.Derive(string(inst.UID), inst.Status.JobID, inst.Status.JobIDFinished,
-		strconv.FormatBool(inst.DeletionTimestamp != nil))
+	return jobIDAt(inst, inst.Generation)
 }
 
+func jobIDAt(inst *lsv1alpha1.Installation, generation int64) string {
+	return jobid.Derive(string(inst.UID), inst.Status.JobID, inst.Status.JobIDFinished,
+		strconv.FormatBool(inst.DeletionTimestamp != nil), strconv.FormatInt(generation, 10))
+}
+
+// maxLostStartGenerations bounds how many spec generations startLost looks
+// back (each is one hash).
+const maxLostStartGenerations = 1000
+
 // startLost reports whether a reconcile annotation was consumed for a job
-// (StartedJobAnnotation) that the status does not show: the job the
-// installation's current status would start next. Deletion jobs never
-// count (their start is written before the annotation is consumed).
+// (StartedJobAnnotation) that the status does not show: a job the
+// installation's current status would start next, at the current
+// generation or one the spec had since the last job started (the spec may
+// have been edited after the consume). Deletion jobs never count (their
+// start is written before the annotation is consumed).
 func startLost(inst *lsv1alpha1.Installation) bool {
 	started := inst.Annotations[StartedJobAnnotation]
-	return started != "" && isRoot(inst) && inst.DeletionTimestamp == nil &&
-		started != inst.Status.JobID && started == newJobID(inst)
+	if started == "" || !isRoot(inst) || inst.DeletionTimestamp != nil || started == inst.Status.JobID {
+		return false
+	}
+	if started == newJobID(inst) {
+		return true
+	}
+	oldest := max(inst.Status.ObservedGeneration, 1, inst.Generation-maxLostStartGenerations)
+	for gen := inst.Generation - 1; gen >= oldest; gen-- {
+		if started == jobIDAt(inst, gen) {
+			return true
+		}
+	}
+	return false
 }
 
 // consumeAnnotation removes the reconcile annotation and adds the finalizer

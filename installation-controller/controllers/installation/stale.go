@@ -60,9 +60,11 @@ var (
 // or drops an export or an import would otherwise leave the object of the
 // old name in place for ever (until inst is deleted), and whoever imports it
 // would read a value nobody maintains as if it were current; now they find
-// it missing (ImportNotFound), which says what happened. It runs when a job
-// completes, once the sub-installations that read the old context copies
-// are re-templated or deleted.
+// it missing (ImportNotFound), which says what happened. Stale exports go
+// when a job completes; stale context copies in Init, once the
+// sub-installations that read them are re-templated or deleted and before
+// any of them gets the job (a value that moved from the parent's imports to
+// a child's exports is then free for the child).
 //
 // Exported Targets are kept: a deploy item of an importer (another root, a
 // sibling) names the Target itself and needs it to uninstall what it
@@ -128,23 +130,4 @@ func contextCopyKeys(inst *lsv1alpha1.Installation, im *imports) sets.Set[string
 		keep.Insert(targetKey(ScopedName(inst.Name, name)))
 	}
 	return keep
-}
-
-// deleteStaleObjects, at the end of a job, deletes the exports and context
-// copies inst wrote under names its spec no longer has (deleteStale).
-// Context copies exist for sub-installations: with none left, every copy is
-// stale.
-func (r *Reconciler) deleteStaleObjects(ctx context.Context, s *scope, im *imports) error {
-	if err := r.deleteStale(ctx, s.inst, writtenExports, sets.New(exportKeys(s.inst)...)); err != nil {
-		return err
-	}
-	subs, _, err := r.subObjectsOf(ctx, s)
-	if err != nil {
-		return err
-	}
-	keep := sets.New[string]()
-	if len(subs) > 0 {
-		keep = contextCopyKeys(s.inst, im)
-	}
-	return r.deleteStale(ctx, s.inst, writtenContextCopies, keep)
 }

@@ -196,3 +196,34 @@ func TestSanitizeName(t *testing.T) {
 		}
 	}
 }
+
+// A sub-installation import must be satisfied in the parent's context: by an
+// import of the parent (data and target apart) or a sibling's export.
+func TestSubinstallationImportsMustBeProvided(t *testing.T) {
+	for name, tc := range map[string]struct {
+		subs string
+		want []string
+	}{
+		"parent imports and a sibling's export": {
+			sub("a", "", "{data: [{name: out, dataRef: a-out}]}") +
+				sub("b", "{data: [{name: in, dataRef: a-out}, {name: r, dataRef: region}], targets: [{name: t, target: cluster}]}", ""),
+			nil},
+		"data import nothing provides": {
+			sub("a", "{data: [{name: in, dataRef: nobody}]}", ""),
+			[]string{`subinstallation "a" imports data "nobody", which nothing in the context of its parent provides`, "its data imports are region"}},
+		"target import nothing provides": {
+			sub("a", "{targets: [{name: t, target: nowhere}]}", ""),
+			[]string{`subinstallation "a" imports target "nowhere"`, "its target imports are cluster"}},
+		"a data import is no target": {
+			sub("a", "{targets: [{name: t, target: region}]}", ""),
+			[]string{`subinstallation "a" imports target "region"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			subs, err := subsBlueprint(t, tc.subs).SubinstallationTemplates(map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkErr(t, CheckSubinstallationImports(subs, []string{"region"}, []string{"cluster"}), tc.want)
+		})
+	}
+}

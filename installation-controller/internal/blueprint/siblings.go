@@ -183,3 +183,52 @@ func cycleError(path []string, refs []valueRef, start string) error {
 	}
 	return fmt.Errorf("subinstallations import each other's exports in a cycle, so none of them can start: %s", strings.Join(steps, ", "))
 }
+
+// CheckSubinstallationImports refuses a sub-installation import (a dataRef or
+// target) that nothing in the parent's context provides: neither an import of
+// the parent (its context copy, dataImports and targetImports: the names the
+// parent resolved for this job, data and target apart) nor an export of a
+// sibling. Such an import would read whatever the context happens to hold
+// (a stale copy a past job left, or nothing), so its outcome would depend on
+// timing; the context belongs to the parent, and nothing else writes it
+// (Landscaper: a sub-installation's imports are its parent's imports or its
+// siblings' exports). Secret and ConfigMap imports are not in the context and
+// are not checked.
+func CheckSubinstallationImports(subs []InstallationTemplate, dataImports, targetImports []string) error {
+	provided := map[valueRef]string{}
+	for _, n := range dataImports {
+		provided[valueRef{kindData, n}] = "parent"
+	}
+	for _, n := range targetImports {
+		provided[valueRef{kindTarget, n}] = "parent"
+	}
+	for _, t := range subs {
+		for _, ref := range exportRefs(t) {
+			provided[ref] = t.Name
+		}
+	}
+	for _, t := range subs {
+		for _, ref := range importRefs(t) {
+			if _, ok := provided[ref]; ok {
+				continue
+			}
+			return fmt.Errorf("subinstallation %q imports %s, which nothing in the context of its parent provides: it is neither an import of this installation (%s) nor an export of a sibling; import it in this installation or export it from a sibling",
+				t.Name, ref, describeNames(ref.kind, dataImports, targetImports))
+		}
+	}
+	return nil
+}
+
+// describeNames lists the parent's imports of one kind for messages.
+func describeNames(kind valueKind, data, targets []string) string {
+	names := data
+	if kind == kindTarget {
+		names = targets
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("it has no %s imports", kind)
+	}
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	return fmt.Sprintf("its %s imports are %s", kind, strings.Join(sorted, ", "))
+}

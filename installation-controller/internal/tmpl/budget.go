@@ -1,9 +1,11 @@
 package tmpl
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"text/template"
+	"time"
 )
 
 // MaxRenderBytes is what the functions one render calls may return in all.
@@ -14,8 +16,23 @@ import (
 // budget (see guard), and the render fails once it is spent.
 const MaxRenderBytes = 64 << 20
 
-// budget is what is left of MaxRenderBytes in one render.
-type budget struct{ left int64 }
+// budget is what one render may still use: bytes of MaxRenderBytes, steps
+// of MaxSteps, time until its deadline, and the output writer (whose room
+// bounds what a value printed may be).
+type budget struct {
+	left     int64
+	steps    int64
+	deadline time.Time
+	out      *limitedWriter
+}
+
+// reset gives b the whole budget of a new render writing to out.
+func (b *budget) reset(out *limitedWriter) {
+	b.left = MaxRenderBytes
+	b.steps = maxSteps
+	b.deadline = time.Now().Add(timeout)
+	b.out = out
+}
 
 var errorType = reflect.TypeFor[error]()
 
@@ -104,7 +121,22 @@ func guard(name string, fn any, b *budget) any {
 		in[i] = t.In(i)
 	}
 	wrapped := reflect.FuncOf(in, []reflect.Type{t.Out(0), errorType}, t.IsVariadic())
+	check := argChecks[name]
+	fail := func(err error) []reflect.Value {
+		return []reflect.Value{reflect.Zero(t.Out(0)), reflect.ValueOf(&err).Elem()}
+	}
 	return reflect.MakeFunc(wrapped, func(args []reflect.Value) []reflect.Value {
+		// Between two steps (steps.go) a template runs only the calls
+		// it spells out, but one call can take long (genPrivateKey,
+		// bcrypt, derivePassword): the deadline is checked before each.
+		if err := b.checkTime(); err != nil {
+			return fail(err)
+		}
+		if check != nil {
+			if err := check(b, name, args); err != nil {
+				return fail(err)
+			}
+		}
 		var out []reflect.Value
 		if t.IsVariadic() {
 			out = v.CallSlice(args)
@@ -115,8 +147,151 @@ func guard(name string, fn any, b *budget) any {
 			return out
 		}
 		if err := b.charge(name, out[0]); err != nil {
-			return []reflect.Value{reflect.Zero(t.Out(0)), reflect.ValueOf(&err).Elem()}
+			return fail(err)
 		}
 		return []reflect.Value{out[0], reflect.Zero(errorType)}
 	}).Interface()
+}
+
+// argCheck checks a function's arguments (as text/template passes them: a
+// variadic function's last argument is the slice of the rest) before the
+// function runs.
+type argCheck func(b *budget, name string, args []reflect.Value) error
+
+// The functions that walk whole values, and how their arguments are checked
+// (measure.go). Every other function with a list, map or interface parameter
+// looks only at the top level of its arguments or stores them by reference
+// (shallowFuncs, kept complete by TestEveryFunctionIsClassified).
+var argChecks = map[string]argCheck{}
+
+// printing functions write their arguments out whole (fmt's %v, JSON, YAML):
+// arguments that would take more than MaxStringBytes written out are
+// refused before the text is built (the result would be refused anyway).
+var printingFuncs = []string{
+	"toJson", "toPrettyJson", "toRawJson", "mustToJson", "mustToPrettyJson", "mustToRawJson", "toYaml",
+	"toString", "toStrings", "sortAlpha", "join", "cat", "quote", "squote", "toDecimal",
+	"print", "println", "html", "js", "urlquery",
+	// Their error messages print a list's elements with %v.
+	"genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
+}
+
+// traversingFuncs compare or merge whole values (reflect.DeepEqual, mergo),
+// recursing through shared references as often as they occur: their
+// arguments may be at most MaxRenderBytes as measured (about four million
+// elements), or their work would have no bound.
+var traversingFuncs = []string{
+	"deepEqual", "has", "mustHas", "without", "mustWithout", "uniq", "mustUniq",
+	"merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite",
+}
+
+// copyingFuncs build a deep copy, as large as the value written out: its
+// measured memory is charged to the budget first.
+var copyingFuncs = []string{"deepCopy", "mustDeepCopy"}
+
+// shallowFuncs take lists, maps or any values but look only at their top
+// level, or store them by reference (set's and merge's cycles are checked
+// in limits.go; eq and ne are replaced there, as text/template's print
+// non-comparable values in their error).
+var shallowFuncs = []string{
+	"add", "add1", "add1f", "addf", "ago", "all", "any", "append", "biggest", "ceil", "chunk", "coalesce",
+	"compact", "concat", "date", "dateInZone", "date_in_zone", "default", "dict", "dig", "div", "divf",
+	"duration", "durationRound", "empty", "first", "float64", "floor", "get", "hasKey", "htmlDate",
+	"htmlDateInZone", "initial", "int", "int64", "keys", "kindIs", "kindOf", "last", "list", "max", "maxf",
+	"min", "minf", "mod", "mul", "mulf", "mustAppend", "mustChunk", "mustCompact", "mustFirst",
+	"mustInitial", "mustLast", "mustPrepend", "mustPush", "mustRest", "mustReverse", "mustSlice", "omit",
+	"pick", "pluck", "prepend", "push", "rest", "reverse", "round", "set", "slice", "sub", "subf",
+	"ternary", "tuple", "typeIs", "typeIsLike", "typeOf", "unset", "urlJoin", "values", "eq", "ne",
+	"fromYaml", "dateModify", "date_modify", "mustDateModify", "must_date_modify", "unixEpoch",
+}
+
+func init() {
+	for _, name := range printingFuncs {
+		argChecks[name] = checkPrinted
+	}
+	for _, name := range traversingFuncs {
+		argChecks[name] = checkTraversed
+	}
+	for _, name := range copyingFuncs {
+		argChecks[name] = checkCopied
+	}
+	// dict writes its keys out with %v (sprig's strval); the values are
+	// stored by reference.
+	argChecks["dict"] = func(_ *budget, name string, args []reflect.Value) error {
+		all := flatten(args)
+		keys := make([]reflect.Value, 0, (len(all)+1)/2)
+		for i := 0; i < len(all); i += 2 {
+			keys = append(keys, all[i])
+		}
+		return checkPrinted(nil, name, keys)
+	}
+	argChecks["printf"] = checkPrintf
+}
+
+// flatten spreads a variadic function's last argument (the slice of the
+// rest) into single arguments.
+func flatten(args []reflect.Value) []reflect.Value {
+	if len(args) == 0 {
+		return args
+	}
+	last := args[len(args)-1]
+	if last.Kind() != reflect.Slice || last.Type().Elem().Kind() != reflect.Interface {
+		return args
+	}
+	out := make([]reflect.Value, 0, len(args)-1+last.Len())
+	out = append(out, args[:len(args)-1]...)
+	for i := range last.Len() {
+		out = append(out, last.Index(i))
+	}
+	return out
+}
+
+// measureAll sums the sizes of args, with the limits shared.
+func measureAll(args []reflect.Value, maxOut, maxMem int64) (size, error) {
+	var total size
+	for _, a := range args {
+		n, err := measure(a, maxOut-total.out, maxMem-total.mem)
+		total.out += n.out
+		total.mem += n.mem
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// checkPrinted refuses arguments that written out take more than
+// MaxStringBytes: the result would be longer (its size is a lower bound,
+// counted only until it passes the limit).
+func checkPrinted(_ *budget, name string, args []reflect.Value) error {
+	n, err := measureAll(flatten(args), MaxStringBytes, unlimited)
+	if errors.Is(err, errTooLarge) {
+		return fmt.Errorf("%s would return %d bytes, more than the limit of %d (counted before it ran: its arguments written out take at least that)", name, n.out, MaxStringBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func checkTraversed(_ *budget, name string, args []reflect.Value) error {
+	_, err := measureAll(flatten(args), unlimited, MaxRenderBytes)
+	if errors.Is(err, errTooLarge) {
+		return fmt.Errorf("%s: its arguments are larger than %d bytes in all, the limit of values compared or merged", name, MaxRenderBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func checkCopied(b *budget, name string, args []reflect.Value) error {
+	n, err := measureAll(flatten(args), unlimited, b.left)
+	if errors.Is(err, errTooLarge) {
+		return fmt.Errorf("%s: the copy would take more than the %d bytes left of the template's budget of %d", name, b.left, MaxRenderBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	b.left -= n.mem
+	return nil
 }

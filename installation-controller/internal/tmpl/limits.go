@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 )
@@ -230,4 +233,172 @@ func bound(f template.FuncMap) {
 		}
 		return b.String(), nil
 	}
+}
+
+// boundRegex replaces sprig's regexReplaceAll* with versions that check the
+// result's size first: every match (an empty pattern matches between any two
+// bytes) gets the replacement, so `regexReplaceAll "" (repeat 10000 "a")
+// (repeat 10000 "b")` would build 100 MB from two 10 KB strings.
+func boundRegex(f template.FuncMap) {
+	replace := func(name string, literal bool) func(re, src, repl string) (string, error) {
+		return func(re, src, repl string) (string, error) {
+			r, err := regexp.Compile(re)
+			if err != nil {
+				return "", err
+			}
+			if err := checkLen(name, regexResultBound(r, src, repl, literal)); err != nil {
+				return "", err
+			}
+			if literal {
+				return r.ReplaceAllLiteralString(src, repl), nil
+			}
+			return r.ReplaceAllString(src, repl), nil
+		}
+	}
+	f["regexReplaceAll"] = replace("regexReplaceAll", false)
+	f["mustRegexReplaceAll"] = replace("mustRegexReplaceAll", false)
+	f["regexReplaceAllLiteral"] = replace("regexReplaceAllLiteral", true)
+	f["mustRegexReplaceAllLiteral"] = replace("mustRegexReplaceAllLiteral", true)
+}
+
+// regexResultBound is at least the length of src with every match of r
+// replaced by repl: exact for a literal replacement; with expansion, each
+// "$" of repl counted as a copy of the whole match (a submatch is at most
+// that). Small inputs are not scanned: a string of n bytes has at most n+1
+// matches.
+func regexResultBound(r *regexp.Regexp, src, repl string, literal bool) int64 {
+	dollars := int64(0)
+	if !literal {
+		dollars = int64(strings.Count(repl, "$"))
+	}
+	n := int64(len(src))
+	if n+sat(n+1, int64(len(repl)))+sat(dollars, n) <= MaxStringBytes {
+		return n
+	}
+	// Count the matches and their length with a replacement that builds
+	// at most src.
+	var count, matched int64
+	r.ReplaceAllStringFunc(src, func(m string) string {
+		count++
+		matched += int64(len(m))
+		return ""
+	})
+	return n - matched + sat(count, int64(len(repl))) + sat(dollars, matched)
+}
+
+// maxFmtWidth is the largest width or precision fmt accepts (larger ones
+// print %!(BADWIDTH)).
+const maxFmtWidth = 1_000_000
+
+// checkPrintf checks printf's arguments like every printing function's
+// (checkPrinted), and the widths and precisions of its format: each may be
+// up to a million, so `printf (repeat 100 "%0999999d") 1 1 ...` would build
+// 100 MB from a format of 1 KB. Their sum (with the format's length) may not
+// pass MaxStringBytes. The scan follows fmt's: flags, an [n] argument index,
+// a width or *, a precision or .*, the verb; a * takes its value from the
+// argument it consumes.
+func checkPrintf(_ *budget, name string, args []reflect.Value) error {
+	all := flatten(args)
+	if len(all) == 0 || all[0].Kind() != reflect.String {
+		return checkPrinted(nil, name, all)
+	}
+	// The format's text is counted below, its verbs replaced.
+	if err := checkPrinted(nil, name, all[1:]); err != nil {
+		return err
+	}
+	format, operands := all[0].String(), all[1:]
+	total := int64(len(format))
+	argNum := 0
+	star := func() int64 {
+		defer func() { argNum++ }()
+		if argNum < 0 || argNum >= len(operands) {
+			return 0
+		}
+		v := operands[argNum]
+		for v.Kind() == reflect.Interface && !v.IsNil() {
+			v = v.Elem()
+		}
+		var w int64
+		switch {
+		case v.CanInt():
+			w = v.Int()
+		case v.CanUint():
+			w = int64(min(v.Uint(), maxFmtWidth))
+		}
+		if w < 0 {
+			w = -w
+		}
+		return min(w, maxFmtWidth)
+	}
+	for i := 0; i < len(format); {
+		if format[i] != '%' {
+			i++
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0 {
+			i++
+		}
+		index := func() {
+			if i < len(format) && format[i] == '[' {
+				j := strings.IndexByte(format[i:], ']')
+				if j < 0 {
+					i = len(format)
+					return
+				}
+				if n, err := strconv.Atoi(format[i+1 : i+j]); err == nil {
+					argNum = n - 1
+				}
+				i += j + 1
+			}
+		}
+		number := func() int64 {
+			var n int64
+			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
+				n = min(n*10+int64(format[i]-'0'), maxFmtWidth+1)
+				i++
+			}
+			if n > maxFmtWidth {
+				return 0
+			}
+			return n
+		}
+		index()
+		var width, prec int64
+		if i < len(format) && format[i] == '*' {
+			i++
+			width = star()
+		} else {
+			width = number()
+		}
+		if i < len(format) && format[i] == '.' {
+			i++
+			index()
+			if i < len(format) && format[i] == '*' {
+				i++
+				prec = star()
+			} else {
+				prec = number()
+			}
+		}
+		index()
+		if i >= len(format) {
+			break
+		}
+		verb := format[i]
+		i++
+		if verb == '%' {
+			continue
+		}
+		argNum++
+		// A string's precision cuts it; every other verb's pads.
+		if verb == 's' || verb == 'q' {
+			prec = 0
+		}
+		total += width + prec
+		if total > MaxStringBytes {
+			return fmt.Errorf("%s would return more than %d bytes, the limit: the format's widths and precisions add up to more", name, MaxStringBytes)
+		}
+	}
+	return nil
 }

@@ -62,9 +62,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// hostFuncs are sprig's functions that read the controller's own
-// environment; templates do not get them.
-var hostFuncs = []string{"env", "expandenv"}
+// hostFuncs are sprig's functions that reach the controller's host: its
+// environment (env, expandenv) and its resolver (getHostByName: a DNS lookup
+// from inside the cluster, chosen by whoever writes a blueprint, which
+// blocks a worker for as long as the resolver takes and can carry data out
+// in the names it asks for). Templates do not get them.
+var hostFuncs = []string{"env", "expandenv", "getHostByName"}
 
 // funcs returns the functions templates can call: sprig's, without those
 // reading the host environment and with size limits on those that can
@@ -73,11 +76,14 @@ var hostFuncs = []string{"env", "expandenv"}
 func funcs(b *budget) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	// Whoever may create an Installation must not read the controller's
-	// environment (credentials of its exporters, its configuration).
+	// environment (credentials of its exporters, its configuration) nor make
+	// it send DNS queries.
 	for _, name := range hostFuncs {
 		delete(f, name)
 	}
 	bound(f)
+	boundRegex(f)
+	boundValues(f)
 	f["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		if err != nil {
@@ -99,14 +105,17 @@ func funcs(b *budget) template.FuncMap {
 // funcSet is a FuncMap and the budget its functions charge. Wrapping every
 // function (guard) costs more than a small render, so sets are reused: a
 // render takes one from the pool, resets its budget, and gives it back.
+// hidden holds the functions the renderer inserts (steps.go), added to a
+// template only after it is parsed.
 type funcSet struct {
 	funcs  template.FuncMap
+	hidden template.FuncMap
 	budget *budget
 }
 
 var funcSets = sync.Pool{New: func() any {
 	b := &budget{}
-	return &funcSet{funcs: funcs(b), budget: b}
+	return &funcSet{funcs: funcs(b), hidden: hidden(b), budget: b}
 }}
 
 // templateLine finds "<name>:<line>" in a text/template error.
@@ -131,13 +140,18 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	}
 	fs := funcSets.Get().(*funcSet)
 	defer funcSets.Put(fs)
-	fs.budget.left = MaxRenderBytes
 	t, err := template.New(src.Execution).Funcs(fs.funcs).Option("missingkey=zero").Parse(src.Template)
 	if err != nil {
 		return nil, fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
 	}
+	// The step counter and the output check go in after parsing, so the
+	// template cannot name them (steps.go).
+	t.Funcs(fs.hidden)
+	instrument(t)
 	var buf bytes.Buffer
-	if err := t.Execute(&limitedWriter{w: &buf, left: MaxOutputBytes}, values); err != nil {
+	w := &limitedWriter{w: &buf, left: MaxOutputBytes}
+	fs.budget.reset(w)
+	if err := t.Execute(w, values); err != nil {
 		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
 	}
 	out := map[string]any{}
@@ -177,8 +191,16 @@ func cleanCause(err error) string {
 	if loc := templateLine.FindStringIndex(msg); loc != nil && loc[0] == 0 {
 		msg = strings.TrimSpace(msg[loc[1]:])
 	}
-	return msg
+	// The inserted calls (steps.go) are not the template's: their errors
+	// say what limit was hit, without naming them.
+	return hiddenCall.ReplaceAllString(msg, ": ")
 }
+
+// hiddenCall is text/template's "at <fn>: error calling fn: " of the
+// inserted functions.
+var hiddenCall = regexp.MustCompile(` at <(?:` + hiddenNames + `)>: error calling (?:` + hiddenNames + `): `)
+
+const hiddenNames = stepFunc + `|` + rangeFunc + `|` + outputFunc
 
 // snippet quotes up to two lines either side of line (1-based in text),
 // numbering them as lines of the file (offset added).

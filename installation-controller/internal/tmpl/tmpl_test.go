@@ -19,11 +19,11 @@ func TestExecute(t *testing.T) {
 	}
 }
 
-// A template cannot read the controller's environment: sprig's env and
-// expandenv are not defined, so such a template fails to parse.
+// A template cannot reach the controller's host: sprig's env, expandenv and
+// getHostByName are not defined, so such a template fails to parse.
 func TestTemplatesCannotReadTheControllersEnvironment(t *testing.T) {
 	t.Setenv("TERRACE_TEST_SECRET", "s3cret")
-	for _, tpl := range []string{`a: {{ env "TERRACE_TEST_SECRET" }}`, `a: {{ expandenv "$TERRACE_TEST_SECRET" }}`} {
+	for _, tpl := range []string{`a: {{ env "TERRACE_TEST_SECRET" }}`, `a: {{ expandenv "$TERRACE_TEST_SECRET" }}`, `a: {{ getHostByName "example.invalid" }}`} {
 		out, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Template: tpl}, nil)
 		if err == nil || !strings.Contains(err.Error(), "not defined") {
 			t.Errorf("%s: out = %v, err = %v; want a 'function not defined' error", tpl, out, err)

@@ -79,7 +79,7 @@ func TestRootJobHandsOverBeforeConsumingTheAnnotation(t *testing.T) {
 			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: blueprintYAML}}}},
 	}
 	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
-	job := jobid.Derive(string(inst.UID), "", "", "false")
+	job := jobid.Derive(string(inst.UID), "", "", "false", "1")
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "jobstart", Name: "root"}}
 	get := func() (*lsv1alpha1.Installation, *lsv1alpha1.Execution) {
 		i, e := &lsv1alpha1.Installation{}, &lsv1alpha1.Execution{}

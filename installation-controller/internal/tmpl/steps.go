@@ -1,0 +1,203 @@
+package tmpl
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"text/template"
+	"text/template/parse"
+	"time"
+)
+
+// Limits on how long one render runs. text/template has no such limit and a
+// render cannot be cancelled: `{{ range $u }}{{ range $u }}{{ end }}{{ end }}`
+// over `until 10000` ran 10^8 iterations in 6 s, three such ranges would run
+// for about 17 hours, and a template calling itself twice grows the same way,
+// all the while holding one of the controller's workers.
+const (
+	// MaxSteps is how many loop iterations and template calls one render
+	// may run (a render of real blueprints runs a few hundred).
+	MaxSteps = 5_000_000
+	// Timeout is how long one render may run, like the CEL data mappings'
+	// (internal/mapping): a backstop for steps that are slow (functions
+	// such as genPrivateKey or bcrypt take tens of milliseconds or more).
+	Timeout = 5 * time.Second
+)
+
+// maxSteps and timeout are MaxSteps and Timeout; tests lower them.
+var (
+	maxSteps = int64(MaxSteps)
+	timeout  = Timeout
+)
+
+// The hidden functions: the renderer inserts calls to them into the parsed
+// template (instrument). Their names are added to the template only after
+// it is parsed, so a template that names them fails to parse ("function not
+// defined") and cannot call them; a template cannot define functions, so it
+// cannot shadow them either, and the variable the step counter is assigned
+// to ($-step) is not a name the template lexer accepts.
+const (
+	stepFunc   = "terraceStep"
+	rangeFunc  = "terraceRange"
+	outputFunc = "terraceOutput"
+	stepVar    = "$-step"
+)
+
+func errSteps() error {
+	return fmt.Errorf("the template ran more than %d steps (loop iterations and template calls), the limit of one render", maxSteps)
+}
+
+func errTimeout() error {
+	return fmt.Errorf("the template ran longer than %s, the limit of one render", timeout)
+}
+
+// step counts one step of the render and fails it past maxSteps or the
+// deadline.
+func (b *budget) step() error {
+	return b.steps1(1)
+}
+
+func (b *budget) steps1(n int64) error {
+	b.steps -= n
+	if b.steps < 0 {
+		return errSteps()
+	}
+	return b.checkTime()
+}
+
+// ranging is called with the value a range is about to iterate over and
+// counts all its iterations at once, before the first: a call per
+// iteration (a reflective call through text/template, about half a
+// microsecond) would make an empty loop ten times slower. A range that
+// breaks early is counted whole. The value is passed through unchanged.
+func (b *budget) ranging(v any) (any, error) {
+	n := int64(1)
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.String, reflect.Chan:
+		n = int64(rv.Len())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n = rv.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n = int64(min(rv.Uint(), 1<<62))
+	}
+	// The range itself is a step, even when it has nothing to iterate.
+	if err := b.steps1(max(n, 1)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkTime fails the render past its deadline.
+func (b *budget) checkTime() error {
+	if time.Now().After(b.deadline) {
+		return errTimeout()
+	}
+	return nil
+}
+
+// output is called with the value of every action that prints, before
+// text/template prints it: fmt builds the whole text first and only then
+// hands it to the limitedWriter, so a value that shared references make huge
+// (see measure.go) would be built in memory whole, and one that contains
+// itself would overflow the stack. The value is passed through unchanged, so
+// it prints exactly as before.
+func (b *budget) output(v any) (any, error) {
+	// Each action checks the deadline too: the iterations of a range are
+	// counted up front, and what a loop body does (print, call functions,
+	// call templates, run ranges) checks the time.
+	if err := b.checkTime(); err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, nil
+	}
+	left := int64(b.out.left)
+	if _, err := measure(reflect.ValueOf(v), left, unlimited); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, errOutputTooLarge
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// hidden returns the functions instrument's calls name, bound to b.
+func hidden(b *budget) template.FuncMap {
+	return template.FuncMap{
+		stepFunc:   func() (bool, error) { return true, b.step() },
+		rangeFunc:  b.ranging,
+		outputFunc: b.output,
+	}
+}
+
+// instrument rewrites every tree of t (the main template and every template
+// it defines) so that
+//   - each template's body starts with a step ({{ $-step := terraceStep }})
+//     and each range's value passes through terraceRange ({{ range pipeline
+//     | terraceRange }}), which counts its iterations: every loop iteration
+//     and every template call, the only ways a template repeats work, is
+//     counted; a range over an integer is a range like any other, and
+//     text/template has no other loop;
+//   - each action that prints ({{ pipeline }}, not {{ $x := pipeline }})
+//     passes its value through terraceOutput ({{ pipeline | terraceOutput }}),
+//     the only way text/template writes a value (text nodes are the
+//     template's own text; {{ template }} prints through the actions of the
+//     template it calls, which are rewritten too).
+//
+// It runs after Parse and before Execute, on the trees Execute runs; nothing
+// a template does at run time can add a tree (text/template cannot parse
+// from within a template), so the calls cannot be bypassed.
+func instrument(t *template.Template) {
+	done := map[*parse.Tree]bool{}
+	for _, tt := range t.Templates() {
+		if tt.Tree == nil || tt.Root == nil || done[tt.Tree] {
+			continue
+		}
+		done[tt.Tree] = true
+		instrumentList(tt.Tree, tt.Root)
+		tt.Root.Nodes = append([]parse.Node{stepNode(tt.Tree, tt.Root.Pos)}, tt.Root.Nodes...)
+	}
+}
+
+func instrumentList(tree *parse.Tree, l *parse.ListNode) {
+	if l == nil {
+		return
+	}
+	for _, n := range l.Nodes {
+		switch n := n.(type) {
+		case *parse.ActionNode:
+			if len(n.Pipe.Decl) == 0 {
+				n.Pipe.Cmds = append(n.Pipe.Cmds, command(tree, n.Pos, outputFunc))
+			}
+		case *parse.IfNode:
+			instrumentList(tree, n.List)
+			instrumentList(tree, n.ElseList)
+		case *parse.WithNode:
+			instrumentList(tree, n.List)
+			instrumentList(tree, n.ElseList)
+		case *parse.RangeNode:
+			instrumentList(tree, n.List)
+			instrumentList(tree, n.ElseList)
+			n.Pipe.Cmds = append(n.Pipe.Cmds, command(tree, n.Pos, rangeFunc))
+		}
+	}
+}
+
+// command is a pipeline command calling fn, located at pos so that an error
+// names the line of the action or range it was inserted into.
+func command(tree *parse.Tree, pos parse.Pos, fn string) *parse.CommandNode {
+	id := parse.NewIdentifier(fn).SetTree(tree).SetPos(pos)
+	return &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{id}}
+}
+
+// stepNode is {{ $-step := terraceStep }}: an action with a declaration, so
+// that it prints nothing.
+func stepNode(tree *parse.Tree, pos parse.Pos) *parse.ActionNode {
+	v := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: pos, Ident: []string{stepVar}}
+	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Decl: []*parse.VariableNode{v}, Cmds: []*parse.CommandNode{command(tree, pos, stepFunc)}}
+	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: pipe}
+}
