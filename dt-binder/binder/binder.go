@@ -23,8 +23,9 @@ import (
 
 // Options are the dt-binder's own settings (beside kit/manager's shared ones).
 type Options struct {
-	// UnableToTerminateTimeout is how long a target's SpaceRequest may report
-	// UnableToTerminate before the target turns Failed. Zero means 2 minutes.
+	// UnableToTerminateTimeout: a target whose SpaceRequest reports
+	// UnableToTerminate and still exists this long after its deletion began
+	// turns Failed. Zero means 2 minutes.
 	UnableToTerminateTimeout time.Duration
 	// BindRetryInterval is how soon a claim that lost every race for a free
 	// target tries again. Zero means 500ms.
@@ -44,7 +45,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		o.BindRetryInterval = claim.DefaultRetryInterval
 	}
 	fs.DurationVar(&o.UnableToTerminateTimeout, "unable-to-terminate-timeout", o.UnableToTerminateTimeout,
-		"How long a DeploymentTarget's SpaceRequest may report Ready reason UnableToTerminate before the target's phase becomes Failed.")
+		"How long after its deletion a DeploymentTarget's SpaceRequest may still exist, reporting Ready reason UnableToTerminate, before the target's phase becomes Failed (counted from the SpaceRequest's deletionTimestamp).")
 	fs.DurationVar(&o.BindRetryInterval, "bind-retry-interval", o.BindRetryInterval,
 		"How soon a claim that lost every race for a free DeploymentTarget looks again.")
 }

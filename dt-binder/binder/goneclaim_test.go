@@ -110,6 +110,11 @@ func TestGoneClaimConfirmedWithAPIServer(t *testing.T) {
 				Type: appstudiov1alpha1.ConditionBound, Status: metav1.ConditionTrue, Reason: appstudiov1alpha1.TargetReasonBound,
 				Message: "bound to claim c", ObservedGeneration: dt.Generation,
 			})
+			// The binder's summary of that phase.
+			meta.SetStatusCondition(&dt.Status.Conditions, metav1.Condition{
+				Type: appstudiov1alpha1.TargetConditionReady, Status: metav1.ConditionTrue, Reason: appstudiov1alpha1.TargetReasonBound,
+				Message: "bound to claim c", ObservedGeneration: dt.Generation,
+			})
 			dt.Status.ObservedGeneration = dt.Generation
 			g.Expect(env.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
 			before := getTarget(g, ns, "dt")

@@ -65,8 +65,9 @@ const (
 	EventClaimBoundElsewhereTargetReleased = "ClaimBoundElsewhereTargetReleased"
 )
 
-// DefaultUnableToTerminateTimeout is how long a SpaceRequest may report
-// UnableToTerminate before its target is marked Failed (seed 004, step 5).
+// DefaultUnableToTerminateTimeout is how long after its deletion a
+// SpaceRequest that reports UnableToTerminate may still exist before its
+// target is marked Failed (seed 004, step 5: "still exists after 2 minutes").
 const DefaultUnableToTerminateTimeout = 2 * time.Minute
 
 // conflictRetry is how soon a status write that lost a race is retried.
@@ -583,27 +584,47 @@ func (r *Reconciler) reconcileTermination(ctx context.Context, s *scope) error {
 		if ready == nil || ready.Reason != toolchainv1alpha1.ReasonUnableToTerminate {
 			continue
 		}
-		deadline := ready.LastTransitionTime.Add(r.UnableToTerminateTimeout)
+		// Seed 004, step 5: Failed "if the SpaceRequest still exists after 2
+		// minutes, and has" Ready reason UnableToTerminate. The 2 minutes
+		// run from its deletion (step 3), not from when it began to report
+		// UnableToTerminate: the SpaceRequest controller reports that only
+		// after 2 minutes of failing to delete the Space, so counting from
+		// the report would make the target Failed after 4.
+		since := deletionStart(t, sr)
+		deadline := since.Add(r.UnableToTerminateTimeout)
 		if now.Before(deadline) {
 			// Come back when the timeout expires; an event from the
 			// SpaceRequest (gone, recovered) may come first.
 			s.result.RequeueAfter = deadline.Sub(now) + 100*time.Millisecond
 			s.setTerminating(appstudiov1alpha1.TerminatingReasonWaitingForSpaceRequest,
-				fmt.Sprintf("SpaceRequest %s reports UnableToTerminate since %s", sr.Name, ready.LastTransitionTime.UTC().Format(time.RFC3339)))
+				fmt.Sprintf("SpaceRequest %s reports UnableToTerminate (%s) since %s; the target turns Failed if it still exists at %s (%s after its deletion)",
+					sr.Name, ready.Message, ready.LastTransitionTime.UTC().Format(time.RFC3339), deadline.UTC().Format(time.RFC3339), r.UnableToTerminateTimeout))
 			return nil
 		}
 		if t.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseFailed {
-			s.log.Info("SpaceRequest unable to terminate; target failed", "spaceRequest", sr.Name, "since", ready.LastTransitionTime.Time)
+			s.log.Info("SpaceRequest unable to terminate; target failed", "spaceRequest", sr.Name,
+				"deletedAt", since, "unableToTerminateSince", ready.LastTransitionTime.Time)
 		}
 		t.Status.Phase = appstudiov1alpha1.DeploymentTargetPhaseFailed
 		s.setTerminating(appstudiov1alpha1.TerminatingReasonUnableToTerminate,
-			fmt.Sprintf("SpaceRequest %s has reported UnableToTerminate for more than %s: the cluster resources were not cleaned up; deletion completes when it is gone",
-				sr.Name, r.UnableToTerminateTimeout))
+			fmt.Sprintf("SpaceRequest %s still exists more than %s after its deletion and reports UnableToTerminate (%s): the cluster resources were not cleaned up; deletion completes when it is gone",
+				sr.Name, r.UnableToTerminateTimeout, ready.Message))
 		return nil
 	}
 	s.setTerminating(appstudiov1alpha1.TerminatingReasonWaitingForSpaceRequest,
 		fmt.Sprintf("waiting for SpaceRequest %s to be deleted", srs.Items[0].Name))
 	return nil
+}
+
+// deletionStart is when the deletion of sr, the SpaceRequest of the target t
+// being deleted, began: its deletionTimestamp, else (not deleted yet: the
+// provisioner deletes it right after the target's deletion began) the
+// target's.
+func deletionStart(t *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.SpaceRequest) time.Time {
+	if sr.DeletionTimestamp != nil {
+		return sr.DeletionTimestamp.Time
+	}
+	return t.DeletionTimestamp.Time
 }
 
 // spaceRequests returns the SpaceRequests backing a target: the one its
@@ -641,6 +662,7 @@ func (r *Reconciler) spaceRequests(ctx context.Context, t *appstudiov1alpha1.Dep
 // phase changed, or — the phase unchanged — when the Terminating condition
 // changed its reason.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	summarize(s.target)
 	if equality.Semantic.DeepEqual(s.before.Status, s.target.Status) {
 		return nil
 	}
@@ -689,6 +711,36 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	s.log.Info("target termination changed", "reason", now.Reason, "message", now.Message)
 	r.Recorder.Eventf(s.target, nil, eventType, now.Reason, "Terminate", "%s", now.Message)
 	return nil
+}
+
+// summarize sets the target's Ready condition (TargetConditionReady) from
+// its phase and the condition that explains the phase now, so that kubectl
+// get dt (whose Reason and Message columns read Ready) says what the phase
+// means: a target being deleted, or Failed because its SpaceRequest could not
+// terminate, shows the Terminating reason (UnableToTerminate, …), not the
+// Bound condition's "bound to claim …". Bound and Terminating keep describing
+// their own matter; Ready is derived from them in the status write they are
+// part of, so it costs no request of its own. A target with neither (never
+// reconciled) gets no Ready.
+func summarize(t *appstudiov1alpha1.DeploymentTarget) {
+	ready := metav1.Condition{Type: appstudiov1alpha1.TargetConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
+	bound := meta.FindStatusCondition(t.Status.Conditions, appstudiov1alpha1.ConditionBound)
+	terminating := meta.FindStatusCondition(t.Status.Conditions, appstudiov1alpha1.ConditionTerminating)
+	switch {
+	case t.DeletionTimestamp != nil && terminating != nil:
+		ready.Reason, ready.Message = terminating.Reason, terminating.Message
+	case t.DeletionTimestamp != nil:
+		ready.Reason = appstudiov1alpha1.TargetReasonDeleting
+		ready.Message = fmt.Sprintf("being deleted; waiting for finalizers %v", t.Finalizers)
+	case bound != nil:
+		ready.Reason, ready.Message = bound.Reason, bound.Message
+		if t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseAvailable || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseBound {
+			ready.Status = metav1.ConditionTrue
+		}
+	default:
+		return
+	}
+	meta.SetStatusCondition(&t.Status.Conditions, ready)
 }
 
 func (s *scope) set(phase appstudiov1alpha1.DeploymentTargetPhase, status metav1.ConditionStatus, reason, message string) {

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -262,4 +263,86 @@ func deleteSpaceRequestOutOfBand(t *testing.T, n string, held bool) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), dt)).To(Succeed())
 	g.Expect(dt.DeletionTimestamp).To(BeNil(), "the target is kept")
 	g.Expect(dt.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer))
+}
+
+// TestUnableToTerminateReportedOncePerEpisode: a deleting target whose
+// SpaceRequest reports UnableToTerminate gets one SpaceRequestUnableToTerminate
+// Event, not one per reconcile: the binder's writes to the target (its
+// Terminating condition, then phase Failed) and further writes to the
+// SpaceRequest that keep the reason bring the target back without a second
+// Event. A new episode (the SpaceRequest recovers to Terminating, then fails
+// again) is reported again.
+func TestUnableToTerminateReportedOncePerEpisode(t *testing.T) {
+	g := NewWithT(t)
+	n := unique("unable")
+	ctx := context.Background()
+	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
+	createNamespace(t, n)
+	startManager(t, 2)
+	claim := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
+	sr := waitForOneSpaceRequest(t, claim)
+	playStub(t, sr)
+	dt := waitForTarget(t, claim)
+	bindAndDeleteTarget(t, claim, dt, sr)
+
+	since := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	setReady := func(reason, message string, ltt metav1.Time) {
+		t.Helper()
+		g.Eventually(func() error {
+			cur := &toolchainv1alpha1.SpaceRequest{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sr), cur); err != nil {
+				return err
+			}
+			cur.Status.Conditions = []metav1.Condition{{
+				Type: toolchainv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: reason, Message: message, LastTransitionTime: ltt, ObservedGeneration: cur.Generation,
+			}}
+			return env.Client.Status().Update(ctx, cur)
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}
+	// playBinder writes the target's status as the binder does while it waits.
+	playBinder := func(mutate func(*appstudiov1alpha1.DeploymentTargetStatus)) {
+		t.Helper()
+		g.Eventually(func() error {
+			cur := &appstudiov1alpha1.DeploymentTarget{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur); err != nil {
+				return err
+			}
+			mutate(&cur.Status)
+			return env.Client.Status().Update(ctx, cur)
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}
+	count := func(g Gomega) int { return occurrences(g, n, dt.Name, target.EventSpaceRequestNotTerminate) }
+
+	setReady(toolchainv1alpha1.ReasonUnableToTerminate, "namespace still there", since)
+	g.Eventually(count).WithTimeout(timeout).WithPolling(interval).Should(Equal(1))
+
+	// The same episode: the binder reports it on the target, the SpaceRequest
+	// controller rewrites its message, the binder turns the target Failed.
+	playBinder(func(st *appstudiov1alpha1.DeploymentTargetStatus) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: appstudiov1alpha1.ConditionTerminating, Status: metav1.ConditionTrue,
+			Reason: appstudiov1alpha1.TerminatingReasonWaitingForSpaceRequest, Message: "SpaceRequest reports UnableToTerminate",
+		})
+	})
+	setReady(toolchainv1alpha1.ReasonUnableToTerminate, "namespace still there (configmap finalizer)", since)
+	playBinder(func(st *appstudiov1alpha1.DeploymentTargetStatus) {
+		st.Phase = appstudiov1alpha1.DeploymentTargetPhaseFailed
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: appstudiov1alpha1.ConditionTerminating, Status: metav1.ConditionTrue,
+			Reason: appstudiov1alpha1.TerminatingReasonUnableToTerminate, Message: "unable to terminate",
+		})
+	})
+	g.Consistently(count).WithTimeout(quiet).WithPolling(interval).Should(Equal(1), "one episode, one Event")
+
+	// A new episode: recovered, then unable again.
+	// (Should the two writes reach the reconciler as one, the new
+	// lastTransitionTime still marks a new episode.)
+	setReady(toolchainv1alpha1.ReasonTerminating, "retrying", since)
+	setReady(toolchainv1alpha1.ReasonUnableToTerminate, "namespace still there", metav1.NewTime(since.Add(time.Minute)))
+	g.Eventually(count).WithTimeout(timeout).WithPolling(interval).Should(Equal(2))
+	g.Consistently(count).WithTimeout(quiet).WithPolling(interval).Should(Equal(2))
+
+	releaseSpaceRequest(t, client.ObjectKeyFromObject(sr))
+	g.Eventually(gone(dt)).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the target is released and gone")
 }

@@ -41,6 +41,23 @@ type DeploymentTargetSpec struct {
 	ClaimRef *DeploymentTargetClaimReference `json:"claimRef,omitempty"`
 }
 
+// TargetConditionReady is a DeploymentTarget's summary condition, which the
+// binder writes with every status write, and which kubectl get dt shows under
+// Reason (and, -o wide, Message). Status True: the target is in service — not
+// being deleted, and phase Available (it can be bound) or Bound (its claim can
+// deploy to it); False otherwise (Pending, Released, Failed, being deleted).
+// Its reason and message are those of the condition that explains the phase
+// now: the Terminating condition's while the target is being deleted
+// (WaitingForSpaceRequest, UnableToTerminate, SpaceRequestGone; Deleting if
+// there is none), the Bound condition's otherwise. The Bound condition keeps
+// describing the binding alone, so a target that turned Failed while being
+// deleted still says which claim it was bound to.
+const TargetConditionReady = "Ready"
+
+// TargetReasonDeleting is the Ready reason of a target being deleted that has
+// no Terminating condition (nothing names a SpaceRequest the binder follows).
+const TargetReasonDeleting = "Deleting"
+
 // DeploymentTargetStatus is written by the binder.
 type DeploymentTargetStatus struct {
 	// Phase: Pending, Available, Bound, Released or Failed.
@@ -49,7 +66,9 @@ type DeploymentTargetStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions add detail to the phase.
+	// Conditions add detail to the phase: Bound (the binding), Terminating
+	// (while being deleted) and Ready (what the phase means now; kubectl get
+	// dt shows its reason and message).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -62,8 +81,8 @@ type DeploymentTargetStatus struct {
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claimRef.name`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].reason`
-// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].message`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.kubernetesCredentials.defaultNamespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -21,10 +21,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -78,42 +80,49 @@ type Reconciler struct {
 	// deletions are SpaceRequest deletions seen in watch events, by the
 	// target of the SpaceRequest's name, for the target's next reconcile to
 	// report; reported are those reported, so that each is reported once.
-	deletions, reported uidsByKey
+	deletions, reported byKey[types.UID]
+	// unableReported is, per deleting target, the UnableToTerminate episode
+	// of its SpaceRequest already reported (unableEpisode), so that one
+	// episode is one Event: a deleting target is reconciled on every write
+	// to it (the binder's Terminating condition, its Failed phase) and to
+	// its SpaceRequest, not only when the SpaceRequest turns
+	// UnableToTerminate.
+	unableReported byKey[string]
 }
 
-// uidsByKey maps a target to the UID of a SpaceRequest. It is safe for
+// byKey maps a target to a value about its SpaceRequest. It is safe for
 // concurrent use; the zero value is ready.
-type uidsByKey struct {
+type byKey[V comparable] struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]types.UID
+	m  map[types.NamespacedName]V
 }
 
-func (u *uidsByKey) set(key types.NamespacedName, uid types.UID) {
+func (u *byKey[V]) set(key types.NamespacedName, v V) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
-		u.m = map[types.NamespacedName]types.UID{}
+		u.m = map[types.NamespacedName]V{}
 	}
-	u.m[key] = uid
+	u.m[key] = v
 }
 
-func (u *uidsByKey) get(key types.NamespacedName) (types.UID, bool) {
+func (u *byKey[V]) get(key types.NamespacedName) (V, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	uid, ok := u.m[key]
-	return uid, ok
+	v, ok := u.m[key]
+	return v, ok
 }
 
-// take returns and forgets key's UID.
-func (u *uidsByKey) take(key types.NamespacedName) (types.UID, bool) {
+// take returns and forgets key's value.
+func (u *byKey[V]) take(key types.NamespacedName) (V, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	uid, ok := u.m[key]
+	v, ok := u.m[key]
 	delete(u.m, key)
-	return uid, ok
+	return v, ok
 }
 
-func (u *uidsByKey) forget(key types.NamespacedName) {
+func (u *byKey[V]) forget(key types.NamespacedName) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.m, key)
@@ -162,7 +171,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // that restarts reports it again).
 type spaceRequestEvents struct {
 	handler.EventHandler
-	deletions *uidsByKey
+	deletions *byKey[types.UID]
 }
 
 func (h spaceRequestEvents) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -219,6 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.unableReported.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -320,15 +330,48 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 		log.Info("deleting SpaceRequest of deleted target")
 		r.Recorder.Eventf(s.dt, sr, corev1.EventTypeNormal, EventDeletingSpaceRequest, "Deprovision",
 			"Deleting SpaceRequest %s; the target is released once it is gone", name)
-	} else if c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady); c != nil &&
-		c.Reason == toolchainv1alpha1.ReasonUnableToTerminate {
-		log.Info("SpaceRequest is unable to terminate; still waiting", "message", c.Message)
-		r.Recorder.Eventf(s.dt, sr, corev1.EventTypeWarning, EventSpaceRequestNotTerminate, "Deprovision",
-			"SpaceRequest %s is unable to terminate (%s); the target keeps its finalizer until it is gone", name, c.Message)
+	} else {
+		r.reportUnableToTerminate(ctx, s.dt, sr)
 	}
 	// Its deletion event brings the target back.
 	s.stop = true
 	return nil
+}
+
+// reportUnableToTerminate records the Warning Event
+// SpaceRequestUnableToTerminate once per episode: from the SpaceRequest's
+// turn to Ready reason UnableToTerminate until it leaves that reason (or the
+// SpaceRequest is replaced). The target is reconciled again on every write to
+// it and to its SpaceRequest while it waits (the binder writes its
+// Terminating condition when UnableToTerminate begins, and its Failed phase
+// when the binder's timeout expires), and an Event per reconcile told the
+// same thing several times. The episode is remembered in memory: a restarted
+// provisioner reports one still going once more.
+func (r *Reconciler) reportUnableToTerminate(ctx context.Context, dt *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.SpaceRequest) {
+	key := client.ObjectKeyFromObject(dt)
+	c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady)
+	if c == nil || c.Reason != toolchainv1alpha1.ReasonUnableToTerminate {
+		// Not (or no longer) unable: a later UnableToTerminate is a new episode.
+		r.unableReported.forget(key)
+		return
+	}
+	episode := unableEpisode(sr, c)
+	if prev, ok := r.unableReported.get(key); ok && prev == episode {
+		return
+	}
+	r.unableReported.set(key, episode)
+	ctrl.LoggerFrom(ctx).Info("SpaceRequest is unable to terminate; still waiting", "message", c.Message,
+		"since", c.LastTransitionTime.Time)
+	r.Recorder.Eventf(dt, sr, corev1.EventTypeWarning, EventSpaceRequestNotTerminate, "Deprovision",
+		"SpaceRequest %s is unable to terminate (%s); the target keeps its finalizer until it is gone", sr.Name, c.Message)
+}
+
+// unableEpisode names one UnableToTerminate episode of sr: its UID and the
+// condition's lastTransitionTime, which the SpaceRequest controller sets when
+// UnableToTerminate begins (a SpaceRequest that recovered and failed again
+// between two reconciles is a new episode too).
+func unableEpisode(sr *toolchainv1alpha1.SpaceRequest, c *metav1.Condition) string {
+	return string(sr.UID) + "/" + c.LastTransitionTime.UTC().Format(time.RFC3339)
 }
 
 // confirmSpaceRequestGone asks the API server itself: the cache may lag
