@@ -37,6 +37,16 @@ const (
 	ReasonDeleting          = "Deleting"
 	ReasonInvalidConfig     = "InvalidConfiguration"
 	ReasonStatusWriteFailed = "StatusWriteFailed"
+	// ReasonTargetSecretNotFound: the Target exists, but the Secret its
+	// spec.secretRef names does not.
+	ReasonTargetSecretNotFound = "TargetSecretNotFound"
+	// ReasonProgressingTimeout: the execution controller aborted the job
+	// because its progressing timeout expired (lastError as Landscaper
+	// reports a progressing timeout: this reason and ERR_TIMEOUT).
+	ReasonProgressingTimeout = lsv1alpha1.ReasonProgressingTimeout
+	// ReasonUnknownOperation: a Warning Event for a value of the operation
+	// annotation the deployer does not know (it is ignored).
+	ReasonUnknownOperation = "UnknownOperation"
 )
 
 // Error is an error that carries the lastError fields the contract asks for.

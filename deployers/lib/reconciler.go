@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -83,6 +84,8 @@ type Reconciler struct {
 	// works from a copy older than the deployer's own write: it waits for the
 	// cache instead of computing a write that could only conflict.
 	superseded stale.Versions
+	// unknownOps remembers the unknown operation values already reported.
+	unknownOps unknownOperations
 }
 
 // AddToManager builds a Reconciler for d and registers it with mgr.
@@ -354,6 +357,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		return s.finalResult(), nil
 	}
+	// Only the responsible deployer reports an unknown operation value.
+	r.checkOperation(s)
 	if s.targetErr == nil {
 		if s.targetErr, err = r.checkContext(ctx, s.item); err != nil {
 			return reconcile.Result{}, err
@@ -393,6 +398,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
 	r.superseded.Forget(key)
+	r.unknownOps.forget(key)
 }
 
 // staleCacheRequeue is how soon a reconcile that found a copy older than
@@ -764,7 +770,7 @@ func (r *Reconciler) shouldReconcile(s *scope) bool {
 // job any more: there is nothing to abort.
 func (r *Reconciler) dropStaleAnnotations(s *scope) {
 	if lsv1alpha1.Operation(s.item.Annotations[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
-		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
+		s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation, AbortReasonAnnotation)
 	}
 }
 
@@ -849,13 +855,43 @@ func (r *Reconciler) runAbort(ctx context.Context, s *scope) (bool, error) {
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})
 		return false, nil
 	}
-	msg := "aborted on request (operation: abort)"
+	reason, msg, codes := abortError(s.item)
 	if err != nil {
 		msg += "; clean-up failed: " + err.Error()
 	}
-	s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation)
-	r.fail(s, OperationAbort, ReasonAborted, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted})
+	s.removeAnnotations = append(s.removeAnnotations, lsv1alpha1.OperationAnnotation, lsv1alpha1.AbortTimeAnnotation, AbortReasonAnnotation)
+	r.fail(s, OperationAbort, reason, msg, codes)
 	return false, nil
+}
+
+// AbortReasonAnnotation says why the execution controller asked for an abort
+// (lsv1alpha1.AbortReasonAnnotation).
+const AbortReasonAnnotation = lsv1alpha1.AbortReasonAnnotation
+
+// abortError is the lastError of an aborted job. An abort the execution
+// controller's progressing timeout requested ends as Landscaper reports a
+// progressing timeout (reason ProgressingTimeout, ERR_TIMEOUT), the timeout
+// in the message; any other abort (a user's) is "aborted on request"
+// (ERR_INTERRUPTED). The reason annotation counts only beside an abort-time
+// of the current job (not older than its start): one left over from an
+// earlier job does not turn a user's abort into a timeout.
+func abortError(di *lsv1alpha1.DeployItem) (reason, msg string, codes []lsv1alpha1.ErrorCode) {
+	why, ok := di.Annotations[AbortReasonAnnotation]
+	if ok {
+		at, err := time.Parse(time.RFC3339, di.Annotations[lsv1alpha1.AbortTimeAnnotation])
+		ok = err == nil && (di.Status.LastReconcileTime == nil || !at.Before(di.Status.LastReconcileTime.Time))
+	}
+	if ok {
+		if r, detail, found := strings.Cut(why, ": "); found && r == ReasonProgressingTimeout {
+			return ReasonProgressingTimeout, "aborted by the execution controller: " + detail,
+				[]lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}
+		}
+	}
+	msg = "aborted on request (operation: abort)"
+	if ok && why != "" {
+		msg += ": " + why
+	}
+	return ReasonAborted, msg, []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted}
 }
 
 // runReconcile calls Reconcile (or ForceReconcile) and maps the outcome to
@@ -937,10 +973,7 @@ func (r *Reconciler) runDelete(ctx context.Context, s *scope) (bool, error) {
 		r.event(s, corev1.EventTypeNormal, ReasonDeleted, "deleted; nothing to uninstall (%v); finalizer removed", s.targetErr)
 		return false, nil
 	}
-	if err != nil {
-		err = fmt.Errorf("%w; fix it and retry the deletion with the annotation %s: %s, or annotate the item with %s: \"true\" to delete it without uninstalling",
-			err, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile, lsv1alpha1.DeleteWithoutUninstallAnnotation)
-	} else {
+	if err == nil {
 		dctx, span := tracing.StartStep(ctx, tracer(), Kind, "Delete", AttrDeployer.String(r.opts.Name))
 		res, err = r.deployer.Delete(dctx, r.request(s, false))
 		tracing.EndStep(span, err)
@@ -1062,6 +1095,11 @@ func (r *Reconciler) finish(s *scope, phase lsv1alpha1.Phase) {
 // (its reason) it emits the transition: Failed, or DeleteFailed for a
 // deletion.
 func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
+	if operation == OperationDelete {
+		// Every failed deletion says how to go on (the finalizer stays
+		// until one of the two happens).
+		message += deleteFailedHint
+	}
 	r.finish(s, lsv1alpha1.PhaseFailed)
 	r.setError(s, operation, reason, message, codes)
 	transition := ReasonFailed
@@ -1072,6 +1110,10 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 		r.event(s, corev1.EventTypeWarning, transition, "job %s ended Failed (%s)", s.item.Status.JobID, reason)
 	}
 }
+
+// deleteFailedHint ends the lastError message of every failed deletion.
+var deleteFailedHint = fmt.Sprintf("; fix the cause and retry the deletion with the annotation %s: %s, or annotate the item with %s: \"true\" to delete it without uninstalling",
+	lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile, lsv1alpha1.DeleteWithoutUninstallAnnotation)
 
 // setError records lastError; an unchanged error keeps its times, so
 // repeating it writes nothing.

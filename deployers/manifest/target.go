@@ -54,7 +54,13 @@ func (tc *targetClients) kubeconfig(ctx context.Context, t *lsv1alpha1.Target) (
 		s := &corev1.Secret{}
 		if err := tc.reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.SecretRef.Name}, s); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, lib.ConfigError(lib.ReasonTargetNotFound, "Target %s/%s: spec.secretRef: Secret %s not found", t.Namespace, t.Name, t.Spec.SecretRef.Name)
+				// Its own reason: the Target is there, its credentials are not.
+				// The deployer does not watch Secrets (it reads them uncached, on
+				// use), so creating the Secret later does not wake the item: the
+				// message says how to retry.
+				return nil, lib.ConfigError(lib.ReasonTargetSecretNotFound,
+					"Target %s/%s: spec.secretRef: Secret %s not found; create it, then retry with the annotation %s: %s (or let the next job of the item's execution pick it up)",
+					t.Namespace, t.Name, t.Spec.SecretRef.Name, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
 			}
 			return nil, lib.TransientError("TargetSecretUnreadable", fmt.Errorf("reading Secret %s/%s of Target %s: %w", t.Namespace, t.Spec.SecretRef.Name, t.Name, err))
 		}

@@ -165,6 +165,8 @@ func TestFailureStopsSuccessors(t *testing.T) {
 	g.Expect(done.Status.LastError).NotTo(BeNil())
 	g.Expect(done.Status.LastError.Reason).To(Equal(execution.ReasonDeployItemsFailed))
 	g.Expect(done.Status.LastError.Message).To(ContainSubstring("b"))
+	// The failed item's own reason and message, not only its name.
+	g.Expect(done.Status.LastError.Message).To(ContainSubstring("; b: MockFailed: "))
 
 	g.Expect(getItem(g, ns, "fail", "b").Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
 	slow := getItem(g, ns, "fail", "slow")
@@ -527,6 +529,8 @@ func TestDeleteFailedThenDeleteWithoutUninstall(t *testing.T) {
 		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseDeleteFailed))
 		g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID))
 		g.Expect(cur.Status.LastError.Message).To(ContainSubstring("broken"))
+		// Why: the item's own reason and message.
+		g.Expect(cur.Status.LastError.Message).To(ContainSubstring("; broken: TargetNotFound: "))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 
 	g.Expect(env.Client.Patch(ctx, getExec(g, exec), client.RawPatch("application/merge-patch+json", []byte(

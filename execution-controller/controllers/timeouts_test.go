@@ -79,6 +79,8 @@ func TestProgressingThenAbortTimeoutOnStandaloneItem(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(di), cur)).To(Succeed())
 		g.Expect(cur.Annotations).To(HaveKeyWithValue(lsv1alpha1.OperationAnnotation, "abort"))
 		g.Expect(cur.Annotations).To(HaveKey(lsv1alpha1.AbortTimeAnnotation))
+		// Why, in the same write: the deployer's lastError says so.
+		g.Expect(cur.Annotations).To(HaveKeyWithValue(timeouts.AbortReasonAnnotation, timeouts.ProgressingTimeoutAbortReason(2*time.Second)))
 		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 
@@ -90,6 +92,7 @@ func TestProgressingThenAbortTimeoutOnStandaloneItem(t *testing.T) {
 		// removed right after the status write
 		g.Expect(cur.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
 		g.Expect(cur.Annotations).NotTo(HaveKey(lsv1alpha1.AbortTimeAnnotation))
+		g.Expect(cur.Annotations).NotTo(HaveKey(timeouts.AbortReasonAnnotation))
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 	g.Expect(cur.Status.JobIDFinished).To(Equal("j1"))
 	g.Expect(cur.Status.LastError.Operation).To(Equal(lsv1alpha1.OperationWaitingForAbort))

@@ -11,6 +11,13 @@ const (
 	// AbortTimeAnnotation is stamped together with operation=abort; its age drives
 	// the abort timeout.
 	AbortTimeAnnotation = GroupName + "/abort-time"
+	// AbortReasonAnnotation says why the execution controller asked for an
+	// abort, "<Reason>: <message>" (e.g. "ProgressingTimeout: ..."). It is
+	// written with operation=abort and abort-time in one write and removed with
+	// them; a deployer ends the item with that reason (and ERR_TIMEOUT for a
+	// timeout) instead of a plain "aborted on request". Terrace's own key: not
+	// part of Landscaper's contract.
+	AbortReasonAnnotation = "terrace.dev/abort-reason"
 	// DeleteWithoutUninstallAnnotation ("true") deletes objects without removing what
 	// they installed.
 	DeleteWithoutUninstallAnnotation = GroupName + "/delete-without-uninstall"

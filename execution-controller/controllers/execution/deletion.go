@@ -166,7 +166,7 @@ func (r *Reconciler) cleanupOrphans(ctx context.Context, s *scope) (bool, error)
 	}
 	if len(failed) > 0 && !running {
 		r.failJob(ctx, s, OperationReconcile, ReasonOrphanDeleteFailed,
-			"deleting orphaned deploy items failed: "+strings.Join(failed, ", "), "")
+			"deleting orphaned deploy items failed: "+strings.Join(failed, ", ")+firstCause(orphans, failed), "")
 	}
 	return false, nil
 }
@@ -308,7 +308,7 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 		log.Info("deletion failed", "failedItems", failed)
 		r.finishJob(s, lsv1alpha1.PhaseDeleteFailed, &lsv1alpha1.Error{
 			Operation: OperationDelete, Reason: ReasonDeleteFailed,
-			Message: "deleting deploy items failed: " + strings.Join(failed, ", "),
+			Message: "deleting deploy items failed: " + strings.Join(failed, ", ") + firstCause(s.items, failed),
 		})
 		return ctrl.Result{}, nil
 	}

@@ -25,6 +25,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
 	"github.com/terrace-dev/terrace/kit/jobid"
@@ -632,6 +633,10 @@ func (r *Reconciler) handOver(ctx context.Context, di *lsv1alpha1.DeployItem, jo
 		// whatever job runs while it is there). It goes in the same write.
 		set[lsv1alpha1.OperationAnnotation] = nil
 		set[lsv1alpha1.AbortTimeAnnotation] = nil
+	}
+	if _, ok := item.Annotations[timeouts.AbortReasonAnnotation]; ok {
+		// The reason of that left-over abort goes with it.
+		set[timeouts.AbortReasonAnnotation] = nil
 	}
 	replaced := []string{item.ResourceVersion}
 	if len(set) > 0 {

@@ -552,12 +552,19 @@ func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, j
 			// The cause recorded first (say a name conflict) is the job's.
 			le := *s.exec.Status.LastError
 			if len(failed) > 0 {
-				le.Message += fmt.Sprintf("; deploy items failed: %s", strings.Join(failed, ", "))
+				le.Message += fmt.Sprintf("; deploy items failed: %s%s", strings.Join(failed, ", "), firstCause(s.items, failed))
 			}
 			r.finishJob(s, lsv1alpha1.PhaseFailed, &le)
 		default:
-			r.failJob(ctx, s, OperationReconcile, ReasonDeployItemsFailed,
-				fmt.Sprintf("deploy items failed: %s", strings.Join(failed, ", ")), "")
+			// The first failed item's own reason and message (bounded) say
+			// why, so the execution's lastError (kubectl get execution -o
+			// wide) shows the cause, not only the item's name; its codes
+			// (say ERR_TIMEOUT) classify the job's failure alike.
+			msg := fmt.Sprintf("deploy items failed: %s%s", strings.Join(failed, ", "), firstCause(s.items, failed))
+			log.Info("job failed", "reason", ReasonDeployItemsFailed, "message", msg)
+			r.finishJob(s, lsv1alpha1.PhaseFailed, &lsv1alpha1.Error{
+				Operation: OperationReconcile, Reason: ReasonDeployItemsFailed, Message: msg, Codes: firstCodes(s.items, failed),
+			})
 		}
 		return false, nil
 	}

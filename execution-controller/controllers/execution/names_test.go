@@ -3,6 +3,7 @@ package execution
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -50,5 +51,28 @@ func TestStateOf(t *testing.T) {
 		if got := stateOf(tc.item, "j"); got != tc.want {
 			t.Errorf("%s: got %d, want %d", name, got, tc.want)
 		}
+	}
+}
+
+// The execution's lastError quotes the first failed item's cause, its
+// message bounded (cut on a rune boundary).
+func TestFirstCauseIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 400)
+	items := map[string]*lsv1alpha1.DeployItem{
+		"quiet": {},
+		"loud":  {Status: lsv1alpha1.DeployItemStatus{LastError: &lsv1alpha1.Error{Reason: "Boom", Message: long, Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}}}},
+	}
+	got := firstCause(items, []string{"quiet", "loud"})
+	if !strings.HasPrefix(got, "; loud: Boom: éé") || !strings.HasSuffix(got, "…") || len(got) > len("; loud: Boom: ")+maxCauseLength+len("…") {
+		t.Errorf("firstCause = %q (len %d)", got, len(got))
+	}
+	if !utf8.ValidString(got) {
+		t.Errorf("firstCause cut a rune: %q", got)
+	}
+	if c := firstCodes(items, []string{"quiet", "loud"}); len(c) != 1 || c[0] != lsv1alpha1.ErrorTimeout {
+		t.Errorf("firstCodes = %v", c)
+	}
+	if got := firstCause(items, []string{"quiet"}); got != "" {
+		t.Errorf("firstCause without lastError = %q", got)
 	}
 }

@@ -88,6 +88,8 @@ type Reconciler struct {
 	// deletionJobs remembers, per deleted owned execution, whether its
 	// running deletion job is its own (see ownsDeletion).
 	deletionJobs deletionJobs
+	// unknownOps remembers the unknown operation values already reported.
+	unknownOps unknownOperations
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -206,9 +208,11 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.clock.Forget(key)
 	r.superseded.Forget(key)
 	r.deletionJobs.forget(key)
+	r.unknownOps.report(key, "")
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	r.checkOperation(ctx, s)
 	phases := []phaseFunc{
 		r.loadItems,
 		r.ensureFinalizer,

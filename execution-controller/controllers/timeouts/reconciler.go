@@ -4,8 +4,9 @@
 //   - pickup: reconcile-time older than the pickup timeout → phase Failed,
 //     lastError{WaitingForPickup, PickupTimeout, [ERR_TIMEOUT]};
 //   - progressing: Init/Progressing for longer than spec.timeout (or the
-//     default) since status.lastReconcileTime → operation: abort + abort-time
-//     (a deletion is bounded by its deployer instead);
+//     default) since status.lastReconcileTime → operation: abort, abort-time
+//     and abort-reason in one write (a deletion is bounded by its deployer
+//     instead);
 //   - abort: abort-time older than the abort timeout → phase Failed.
 //
 // It never polls: every reconcile computes when the item's next timeout
@@ -47,6 +48,16 @@ const (
 	EventAbortingTimeout    = lsv1alpha1.ReasonAbortingTimeout
 	EventBadAnnotation      = "InvalidTimeoutSetting"
 )
+
+// AbortReasonAnnotation says why this controller asked for an abort. It is
+// written in the same merge patch as operation: abort and abort-time (no
+// extra request) and removed with them, so the deployer can end the item
+// with lastError reason ProgressingTimeout and ERR_TIMEOUT (as Landscaper
+// reports a progressing timeout) instead of a plain "aborted on request".
+// Its value is "<Reason>: <message>", e.g.
+// "ProgressingTimeout: the deploy item was progressing for longer than its
+// progressing timeout (20s)".
+const AbortReasonAnnotation = lsv1alpha1.AbortReasonAnnotation
 
 // Least privilege for this reconciler (collected into the binary's ClusterRole by make generate-rbac).
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems,verbs=get;list;watch;patch
@@ -152,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				"the deployer has not aborted this deploy item within %s", d.Timeout)
 		}
 	case ActionAbort:
-		err = r.abort(ctx, live)
+		err = r.abort(ctx, live, d.Timeout)
 		if err == nil {
 			log.Info("deploy item progressing too long: abort requested")
 			r.Recorder.Eventf(live, nil, corev1.EventTypeWarning, EventProgressingTimeout, "Abort",
@@ -190,16 +201,30 @@ func (r *Reconciler) fail(ctx context.Context, item *lsv1alpha1.DeployItem, last
 		remove[lsv1alpha1.OperationAnnotation] = nil
 		remove[lsv1alpha1.AbortTimeAnnotation] = nil
 	}
+	if _, ok := item.Annotations[AbortReasonAnnotation]; ok {
+		// Goes with the abort request it explains.
+		remove[AbortReasonAnnotation] = nil
+	}
 	return patch.Annotations(ctx, r.Client, r.FieldManager, item, "", remove)
 }
 
 // abort asks the deployer to stop: operation: abort plus abort-time, which
-// starts the abort timeout. The resourceVersion guard keeps it from aborting
-// a job that finished a moment ago.
-func (r *Reconciler) abort(ctx context.Context, item *lsv1alpha1.DeployItem) error {
+// starts the abort timeout, and the abort's reason (AbortReasonAnnotation),
+// all in one write. The resourceVersion guard keeps it from aborting a job
+// that finished a moment ago.
+func (r *Reconciler) abort(ctx context.Context, item *lsv1alpha1.DeployItem, progressing time.Duration) error {
 	op, at := string(lsv1alpha1.OperationAbort), r.Now().UTC().Format(time.RFC3339)
+	why := ProgressingTimeoutAbortReason(progressing)
 	return patch.Annotations(ctx, r.Client, r.FieldManager, item, item.ResourceVersion, map[string]*string{
 		lsv1alpha1.OperationAnnotation: &op,
 		lsv1alpha1.AbortTimeAnnotation: &at,
+		AbortReasonAnnotation:          &why,
 	})
+}
+
+// ProgressingTimeoutAbortReason is the AbortReasonAnnotation value of an
+// abort the progressing timeout requested.
+func ProgressingTimeoutAbortReason(progressing time.Duration) string {
+	return fmt.Sprintf("%s: the deploy item was progressing for longer than its progressing timeout (%s)",
+		lsv1alpha1.ReasonProgressingTimeout, progressing)
 }
