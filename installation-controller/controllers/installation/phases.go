@@ -832,22 +832,25 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 			return wait("%s to appear in the cache", strings.Join(lagging, ", "))
 		}
 	}
-	var working, failed []string
-	check := func(kind, name, finished string, phase lsv1alpha1.Phase) {
+	var working []string
+	var failed []subObjectFailure
+	// The failed sub-objects' lastErrors come from the same (cached)
+	// objects: naming the cause costs no request.
+	check := func(kind, name, finished string, phase lsv1alpha1.Phase, lastError *lsv1alpha1.Error) {
 		switch {
 		case !finishedWith(finished, job):
 			working = append(working, kind+" "+name)
 		case phase != lsv1alpha1.PhaseSucceeded:
-			failed = append(failed, fmt.Sprintf("%s %s (%s)", kind, name, phase))
+			failed = append(failed, subObjectFailure{kind: kind, name: name, phase: phase, lastError: lastError})
 		}
 	}
 	for _, sub := range subs {
 		if sub.DeletionTimestamp == nil {
-			check("sub-installation", sub.Name, sub.Status.JobIDFinished, sub.Status.Phase)
+			check("sub-installation", sub.Name, sub.Status.JobIDFinished, sub.Status.Phase, sub.Status.LastError)
 		}
 	}
 	if exec != nil {
-		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase)
+		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase, exec.Status.LastError)
 		if st := exec.Status; finishedWith(st.JobIDFinished, job) && st.ObservedGeneration > 0 && st.ObservedGeneration < exec.Generation {
 			// The execution ran the job with a spec older than the one this
 			// job wrote (it had started the job before Init re-templated
@@ -862,7 +865,7 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 	case len(working) > 0:
 		return wait("%s to finish", strings.Join(working, ", "))
 	case len(failed) > 0:
-		return outcome{}, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "sub-objects failed: %s", strings.Join(failed, ", "))
+		return outcome{}, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsFailedMessage(failed))
 	}
 	return next(lsv1alpha1.PhaseCompleting)
 }

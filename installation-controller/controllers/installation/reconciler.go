@@ -157,6 +157,9 @@ type Reconciler struct {
 	// not arrived yet, triggers the next one), so a lagging cache never
 	// re-runs phases already written.
 	replaced stale.Versions
+	// unknownOps remembers the unknown operation annotation values already
+	// warned about (operations.go).
+	unknownOps unknownOperations
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -343,6 +346,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			// Not in forget: after a deletion job removed the finalizer the
+			// cache may still show the installation with its annotation,
+			// which must not be warned about again.
+			r.unknownOps.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -350,6 +357,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		logf.FromContext(ctx).V(1).Info("cache older than this controller's last write; waiting for its event", "resourceVersion", inst.ResourceVersion)
 		return ctrl.Result{}, nil
 	}
+	r.warnUnknownOperation(ctx, inst)
 	// One job is one trace: continue the trace handed over in the
 	// annotation, or start a new one when this reconcile starts a root job
 	// or belongs to no job (reconcileTrace).

@@ -84,6 +84,7 @@ func funcs(b *budget) template.FuncMap {
 	bound(f)
 	boundRegex(f)
 	boundValues(f)
+	boundLists(f, b)
 	f["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		if err != nil {

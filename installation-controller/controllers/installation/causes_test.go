@@ -1,0 +1,106 @@
+package installation_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// A job whose sub-objects failed names the cause in its own lastError (the
+// Message column of `kubectl get inst -o wide`), not only which sub-object
+// failed: the execution's reason and message, and from a sub-installation
+// the cause found at the bottom of its tree. A sub-installation that only
+// failed because its predecessor did does not hide the predecessor's cause.
+func TestSubObjectsFailedNamesTheCause(t *testing.T) {
+	ns, g := setup(t)
+	cyclic := map[string]string{"blueprint.yaml": `deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: a
+      type: landscaper.gardener.cloud/mock
+      dependsOn: [b]
+      config: {apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1, kind: ProviderConfiguration}
+    - name: b
+      type: landscaper.gardener.cloud/mock
+      dependsOn: [a]
+      config: {apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1, kind: ProviderConfiguration}
+`}
+	create(g, newInstallation(ns, "cyclic", cyclic, reconcileAnnotation...))
+
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "greeting"), Data: lsv1alpha1.NewAnyJSON([]byte(`"hi"`))})
+	fs := treeFS()
+	// a's item fails; b imports a's export and fails PredecessorFailed.
+	fs["a/blueprint.yaml"] = strings.Replace(fs["a/blueprint.yaml"], "        export:\n          host: a.example.com\n", "        phase: Failed\n", 1)
+	tree := newInstallation(ns, "tree", fs, reconcileAnnotation...)
+	tree.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "greeting", DataRef: "greeting"}}
+	create(g, tree)
+
+	inst := failsWithSubObjects(g, ns, "cyclic")
+	g.Expect(inst.Status.LastError.Message).To(MatchRegexp(
+		`^sub-objects failed: execution cyclic \(Failed\); cause: execution cyclic: CyclicDependencies: cyclic dependencies: (a -> b -> a|b -> a -> b)`))
+
+	inst = failsWithSubObjects(g, ns, "tree")
+	// The execution controller may say more after "server" (bounded).
+	g.Expect(inst.Status.LastError.Message).To(HavePrefix("sub-objects failed: sub-installation tree-a (Failed), sub-installation tree-b (Failed); " +
+		"cause: sub-installation tree-a → execution tree-a: DeployItemsFailed: deploy items failed: server"))
+	// The Ready condition says the same.
+	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
+		HaveField("Message", inst.Status.LastError.Message))))
+	a, _ := getInst(ns, "tree-a")()
+	g.Expect(a.Status.LastError.Message).To(HavePrefix("sub-objects failed: execution tree-a (Failed); cause: execution tree-a: DeployItemsFailed: deploy items failed: server"))
+}
+
+func failsWithSubObjects(g Gomega, ns, name string) *lsv1alpha1.Installation {
+	g.Eventually(getInst(ns, name), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed),
+		HaveField("Status.LastError.Reason", "SubObjectsFailed")), func() string { i, _ := getInst(ns, name)(); return lastError(i) })
+	inst, _ := getInst(ns, name)()
+	return inst
+}
+
+// An operation annotation value an Installation does not know (a typo) is
+// not ignored silently: one Warning event UnknownOperation per distinct
+// value names it and the accepted values, however often the installation is
+// reconciled; the annotation stays.
+func TestUnknownOperationIsWarnedOnce(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, newInstallation(ns, "root", simpleBlueprint(""), lsv1alpha1.OperationAnnotation, "reconcil"))
+	notes := func() ([]string, error) {
+		evs := &corev1.EventList{}
+		err := env.Client.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"reason": "UnknownOperation"})
+		var out []string
+		for _, e := range evs.Items {
+			g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+			g.Expect(e.InvolvedObject.Name).To(Equal("root"))
+			// An event emitted again for the same object version is
+			// counted in its series.
+			g.Expect(e.Series).To(BeNil(), "event emitted more than once: %s", e.Message)
+			out = append(out, e.Message)
+		}
+		return out, err
+	}
+	want := func(value string) string {
+		return `annotation landscaper.gardener.cloud/operation has the unknown value "` + value + `", which does nothing: an Installation accepts reconcile, interrupt (the annotation is left in place)`
+	}
+	g.Eventually(notes, timeout, interval).Should(ConsistOf(want("reconcil")))
+	inst, _ := getInst(ns, "root")()
+	g.Expect(inst.Annotations).To(HaveKeyWithValue(lsv1alpha1.OperationAnnotation, "reconcil"))
+	g.Expect(inst.Status.JobID).To(BeEmpty())
+
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, "Reconcile")
+	g.Eventually(notes, timeout, interval).Should(ConsistOf(want("reconcil"), want("Reconcile")))
+
+	// The deletion job reconciles the installation several times, each
+	// with the annotation still there: no event more.
+	g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
+	g.Consistently(notes, "2s", interval).Should(ConsistOf(want("reconcil"), want("Reconcile")))
+}
