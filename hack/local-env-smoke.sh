@@ -85,10 +85,13 @@ echo "make up with nothing changed kept all ${#started[@]} processes"
 
 # A changed binary: `make up` restarts the process that runs the old one,
 # and only that one. (A byte appended to an ELF file changes its content, not
-# what it runs; the rebuild at the end puts the built one back.)
+# what it runs. A running binary cannot be written to: the changed copy is
+# moved into place, as go build does, and the original moved back after.)
 before="$(cat "${pids}/mock-deployer.pid")" other="$(cat "${pids}/dt-binder.pid")"
 cp "${ROOT}/bin/mock-deployer" "${ROOT}/bin/mock-deployer.smoke"
-printf '\0' >>"${ROOT}/bin/mock-deployer"
+cp "${ROOT}/bin/mock-deployer" "${ROOT}/bin/mock-deployer.changed"
+printf '\0' >>"${ROOT}/bin/mock-deployer.changed"
+mv "${ROOT}/bin/mock-deployer.changed" "${ROOT}/bin/mock-deployer"
 "${ROOT}/hack/local-env.sh" up >/dev/null
 mv "${ROOT}/bin/mock-deployer.smoke" "${ROOT}/bin/mock-deployer"
 after="$(cat "${pids}/mock-deployer.pid")"
