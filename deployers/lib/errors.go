@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
 // Operations written into lastError.operation by the library.
@@ -46,7 +47,7 @@ const (
 	ReasonProgressingTimeout = lsv1alpha1.ReasonProgressingTimeout
 	// ReasonUnknownOperation: a Warning Event for a value of the operation
 	// annotation the deployer does not know (it is ignored).
-	ReasonUnknownOperation = "UnknownOperation"
+	ReasonUnknownOperation = unknownop.Reason
 )
 
 // Error is an error that carries the lastError fields the contract asks for.

@@ -39,6 +39,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
 // The deployer library reads and writes deploy items, reads Targets, and
@@ -85,7 +86,7 @@ type Reconciler struct {
 	// cache instead of computing a write that could only conflict.
 	superseded stale.Versions
 	// unknownOps remembers the unknown operation values already reported.
-	unknownOps unknownOperations
+	unknownOps unknownop.Tracker
 }
 
 // AddToManager builds a Reconciler for d and registers it with mgr.
@@ -398,7 +399,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
 	r.superseded.Forget(key)
-	r.unknownOps.forget(key)
+	r.unknownOps.Forget(key)
 }
 
 // staleCacheRequeue is how soon a reconcile that found a copy older than

@@ -33,6 +33,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
 // ControllerName names the controller (logs, metrics, events).
@@ -89,7 +90,7 @@ type Reconciler struct {
 	// running deletion job is its own (see ownsDeletion).
 	deletionJobs deletionJobs
 	// unknownOps remembers the unknown operation values already reported.
-	unknownOps unknownOperations
+	unknownOps unknownop.Tracker
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -208,7 +209,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.clock.Forget(key)
 	r.superseded.Forget(key)
 	r.deletionJobs.forget(key)
-	r.unknownOps.report(key, "")
+	r.unknownOps.Forget(key)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -88,7 +88,7 @@ func TestUnknownOperationIsWarnedOnce(t *testing.T) {
 		return out, err
 	}
 	want := func(value string) string {
-		return `annotation landscaper.gardener.cloud/operation has the unknown value "` + value + `", which does nothing: an Installation accepts reconcile, interrupt (the annotation is left in place)`
+		return `annotation landscaper.gardener.cloud/operation: unknown value "` + value + `" is ignored (the annotation is left in place); Installations accept reconcile, interrupt`
 	}
 	g.Eventually(notes, timeout, interval).Should(ConsistOf(want("reconcil")))
 	inst, _ := getInst(ns, "root")()

@@ -46,6 +46,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
+	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
 // ControllerName names the controller (logs, metrics, events).
@@ -159,7 +160,7 @@ type Reconciler struct {
 	replaced stale.Versions
 	// unknownOps remembers the unknown operation annotation values already
 	// warned about (operations.go).
-	unknownOps unknownOperations
+	unknownOps unknownop.Tracker
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -349,7 +350,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			// Not in forget: after a deletion job removed the finalizer the
 			// cache may still show the installation with its annotation,
 			// which must not be warned about again.
-			r.unknownOps.forget(req.NamespacedName)
+			r.unknownOps.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
