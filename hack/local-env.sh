@@ -252,16 +252,19 @@ install_terrace() {
   log "installing CRDs"
   kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/apis/config/crd/bases" >/dev/null
   kubectl_admin wait --for condition=Established --timeout 60s -f "${ROOT}/apis/config/crd/bases" >/dev/null
-  kubectl_admin create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+  # Server-side, as every apply here (and config/default's dry run in the
+  # smoke test): a client-side apply's last-applied annotation would make
+  # each later server-side apply of the same objects warn about migrating it.
+  kubectl_admin create namespace "${NAMESPACE}" --dry-run=client -o yaml | kubectl_admin apply --server-side --force-conflicts -f - >/dev/null
   # Each binary's ClusterRole is generated from its +kubebuilder:rbac markers.
   kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/config/rbac/" -R >/dev/null
   # What RBAC cannot say (hand-written admission policies, config/policies/<binary>.yaml).
   kubectl_admin apply --server-side --force-conflicts -f "${ROOT}/config/policies/" >/dev/null
   mkdir -p "${LOCAL}/kubeconfigs"
   for c in "${CONTROLLERS[@]}"; do
-    kubectl_admin -n "${NAMESPACE}" create serviceaccount "${c}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+    kubectl_admin -n "${NAMESPACE}" create serviceaccount "${c}" --dry-run=client -o yaml | kubectl_admin apply --server-side --force-conflicts -f - >/dev/null
     kubectl_admin create clusterrolebinding "terrace-${c}" --clusterrole "terrace-${c}" \
-      --serviceaccount "${NAMESPACE}:${c}" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+      --serviceaccount "${NAMESPACE}:${c}" --dry-run=client -o yaml | kubectl_admin apply --server-side --force-conflicts -f - >/dev/null
     local token
     token="$(kubectl_admin -n "${NAMESPACE}" create token "${c}" --duration 8760h)"
     write_kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" "${c}" token "${token}"
