@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
 )
 
 // A sub-installation that leaves the blueprint is marked
@@ -269,4 +270,76 @@ func rootWithSubsAndExecution(g Gomega, ns, names string) {
 	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
 	create(g, inst)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+}
+
+// Sub-installations that leave the blueprint uninstall with the Target their
+// parent handed down: the parent's context copy of it (root.cluster, which
+// their deploy items name) must outlast their deletion, although the parent,
+// now without sub-installations, no longer writes it. The copy used to be
+// deleted in Init as stale, before CleanupOrphaned handed the orphans their
+// deletion, so their items ended DeleteFailed (TargetNotFound) and the
+// parent OrphanDeletionFailed in every job.
+func TestOrphansUninstallWithTheTargetTheParentHandedDown(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	names := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "names"), Data: lsv1alpha1.NewAnyJSON([]byte(`["one"]`))}
+	create(g, names)
+	fs := map[string]string{
+		"blueprint.yaml": `imports:
+- name: names
+  type: data
+- name: cluster
+  type: target
+subinstallationExecutions:
+- name: subs
+  type: GoTemplate
+  template: |
+    subinstallations:
+    {{- range .imports.names }}
+    - name: {{ . }}
+      blueprint:
+        dir: sub
+      imports:
+        targets:
+        - name: cluster
+          target: cluster
+    {{- end }}
+`,
+		"sub/blueprint.yaml": `imports:
+- name: cluster
+  type: target
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: item
+      type: landscaper.gardener.cloud/mock
+      target:
+        import: cluster
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+        providerStatus:
+          apiVersion: example.org/v1
+          kind: Installed
+`,
+	}
+	inst := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	inst.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "names", DataRef: "names"}}
+	inst.Spec.Imports.Targets = []lsv1alpha1.TargetImport{{Name: "cluster", Target: "cluster"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: installation.ScopedName("root", "cluster")}, &lsv1alpha1.Target{})).To(Succeed(), "the context copy the sub-installation imports")
+
+	names.Data = lsv1alpha1.NewAnyJSON([]byte(`[]`))
+	g.Expect(env.Client.Update(ctx, names)).To(Succeed())
+	inst, _ = getInst(ns, "root")()
+	first := inst.Status.JobID
+	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	g.Expect(gone(getInst(ns, "root-one"))()).To(BeTrue())
+	g.Expect(exists(ns, &lsv1alpha1.Target{}, installation.ScopedName("root", "cluster"))()).To(BeFalse(), "stale once the orphan is gone: deleted in Completing")
 }

@@ -98,6 +98,15 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 		}
 		keep = contextCopyKeys(inst, im)
 	}
+	// Sub-installations going away (orphans this job deletes, or deleted
+	// by hand) uninstall in CleanupOrphaned, after this phase: the copies
+	// they import (the Target their deploy items name above all) must last
+	// until then; Completing deletes them.
+	going, err := r.goingSubInstallations(ctx, s, templates)
+	if err != nil {
+		return outcome{}, err
+	}
+	keep = keep.Union(importedCopyKeys(inst, going))
 	// Copies of imports this installation no longer has (or all of them,
 	// with no sub-installations left) go now, before any sub-installation
 	// gets the job: a value that moved from this installation's imports to a
@@ -988,6 +997,16 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		return outcome{}, err
 	}
 	if err := r.deleteStale(ctx, inst, writtenExports, sets.New(exportKeys(inst)...)); err != nil {
+		return outcome{}, err
+	}
+	// Context copies Init kept for the sub-installations that were going
+	// (they uninstall with them), stale now that CleanupOrphaned saw them
+	// gone. The same rule as in Init: with no sub-installation, no copies.
+	contextKeep := sets.New[string]()
+	if len(inst.Status.InstallationReferences) > 0 {
+		contextKeep = contextCopyKeys(inst, im)
+	}
+	if err := r.deleteStale(ctx, inst, writtenContextCopies, contextKeep); err != nil {
 		return outcome{}, err
 	}
 	if err := r.triggerSuccessors(ctx, inst); err != nil {

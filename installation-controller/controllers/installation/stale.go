@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 )
 
 // WriterIndex holds, on DataObjects and Targets, the name of the
@@ -130,4 +131,46 @@ func contextCopyKeys(inst *lsv1alpha1.Installation, im *imports) sets.Set[string
 		keep.Insert(targetKey(ScopedName(inst.Name, name)))
 	}
 	return keep
+}
+
+// goingSubInstallations are inst's sub-installations that this job does not
+// render (orphans, deleted in this phase: the cache may not show their
+// deletion yet) or that are being deleted. Read from the cache and this
+// reconcile's own writes: no request.
+func (r *Reconciler) goingSubInstallations(ctx context.Context, s *scope, templates []blueprint.InstallationTemplate) ([]*lsv1alpha1.Installation, error) {
+	subs, _, err := r.subObjectsOf(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	rendered := sets.New[string]()
+	for i := range templates {
+		rendered.Insert(SubInstallationName(s.inst.Name, templates[i].Name))
+	}
+	var going []*lsv1alpha1.Installation
+	for _, sub := range subs {
+		if sub.DeletionTimestamp != nil || !rendered.Has(sub.Name) {
+			going = append(going, sub)
+		}
+	}
+	return going, nil
+}
+
+// importedCopyKeys are the keys (as contextCopyKeys) of the context copies
+// of inst that subs import: their data imports' dataRefs and their target
+// imports, in inst's context.
+func importedCopyKeys(inst *lsv1alpha1.Installation, subs []*lsv1alpha1.Installation) sets.Set[string] {
+	keys := sets.New[string]()
+	for _, sub := range subs {
+		for _, d := range sub.Spec.Imports.Data {
+			if d.DataRef != "" {
+				keys.Insert(dataKey(ScopedName(inst.Name, d.DataRef)))
+			}
+		}
+		for _, t := range sub.Spec.Imports.Targets {
+			if t.Target != "" {
+				keys.Insert(targetKey(ScopedName(inst.Name, t.Target)))
+			}
+		}
+	}
+	return keys
 }
