@@ -799,16 +799,15 @@ const leftoverPickupGrace = 5 * time.Second
 func (r *Reconciler) dropLeftoverPickup(s *scope) {
 	di := s.item
 	stamp, ok := di.Annotations[lsv1alpha1.ReconcileTimeAnnotation]
-	if !ok || di.DeletionTimestamp != nil || di.Status.LastReconcileTime == nil ||
-		jobid.HasNewJob(di.Status.JobID, di.Status.JobIDFinished) || inJob(di.Status.Phase) {
+	if !ok || di.DeletionTimestamp != nil || di.Status.LastReconcileTime == nil || inJob(di.Status.Phase) {
 		return
 	}
 	t, err := time.Parse(time.RFC3339, stamp)
 	if err != nil {
 		return // the execution controller reports a malformed stamp
 	}
-	if t.Truncate(time.Second).After(di.Status.LastReconcileTime.Time) {
-		return // newer than the last job: a new job is being handed over
+	if !jobid.LeftoverPickupStamp(di.Status.JobID, di.Status.JobIDFinished, di.Status.LastReconcileTime.Time, t) {
+		return // a job not finished, or a stamp newer than its pickup: a new job is being handed over
 	}
 	if age := r.now().Sub(t); age < leftoverPickupGrace {
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: leftoverPickupGrace - age})

@@ -9,6 +9,7 @@ package jobid
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -50,4 +51,20 @@ func Finished(jobID, jobIDFinished string) bool {
 // yet, i.e. whether the owner of the object should start (or continue) work.
 func HasNewJob(jobID, jobIDFinished string) bool {
 	return jobID != "" && jobID != jobIDFinished
+}
+
+// LeftoverPickupStamp reports whether a reconcile-time stamp set at stamp is
+// left over from the job a deploy item already finished: the item finished
+// its job (jobIDFinished = jobID, not empty) and picked it up (lastPickup,
+// its status.lastReconcileTime; zero if never) no earlier than the stamp's
+// second (lastReconcileTime has second precision, the stamp may have
+// milliseconds).
+// Only the stamp's removal, a write after the job's final status, was lost;
+// nobody waits for a pickup. A stamp of the next job is written before that
+// job's ID, so it is newer than the last pickup (stamps have a resolution of
+// one second: one of the same second counts as left over only until the new
+// ID is written right after it). The execution controller's pickup timeout
+// ignores such a stamp, and the deployer library removes it.
+func LeftoverPickupStamp(jobID, jobIDFinished string, lastPickup, stamp time.Time) bool {
+	return jobID != "" && Finished(jobID, jobIDFinished) && !lastPickup.IsZero() && !stamp.Truncate(time.Second).After(lastPickup)
 }

@@ -2,6 +2,7 @@ package jobid
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -73,5 +74,27 @@ func TestDerive(t *testing.T) {
 			t.Errorf("Derive(%q) = Derive(%q) = %q", parts, prev, id)
 		}
 		seen[id] = parts
+	}
+}
+
+func TestLeftoverPickupStamp(t *testing.T) {
+	pickup := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		job, finished string
+		lastPickup    time.Time
+		stamp         time.Time
+		want          bool
+	}{
+		"stamp before the finished job's pickup": {"j1", "j1", pickup, pickup.Add(-time.Second), true},
+		"stamp of the same second":               {"j1", "j1", pickup, pickup, true},
+		"stamp with milliseconds, same second":   {"j1", "j1", pickup, pickup.Add(373 * time.Millisecond), true},
+		"stamp newer than the pickup: next job":  {"j1", "j1", pickup, pickup.Add(time.Second), false},
+		"job not finished":                       {"j2", "j1", pickup, pickup.Add(-time.Second), false},
+		"never picked up":                        {"j1", "j1", time.Time{}, pickup, false},
+		"no job ever":                            {"", "", pickup, pickup.Add(-time.Second), false},
+	} {
+		if got := LeftoverPickupStamp(tc.job, tc.finished, tc.lastPickup, tc.stamp); got != tc.want {
+			t.Errorf("%s: LeftoverPickupStamp = %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
@@ -78,22 +81,6 @@ type Decision struct {
 	RequeueAfter time.Duration
 }
 
-// leftoverStamp reports whether reconcile-time stamped at t is left over from
-// a job the item has already finished: the deployer picked the job up no
-// earlier than the stamp (lastReconcileTime) and finished it (jobIDFinished =
-// jobID), and only the stamp's removal, a second write after the final
-// status, was lost (a conflict, or the deployer stopped in between). No
-// deployer is overdue then, and failing the finished job with PickupTimeout
-// would turn a Succeeded item into a Failed one. A stamp of the next job is
-// written before its jobID, so it is newer than the last pickup; times have a
-// resolution of one second, so a stamp of the same second counts as left
-// over only until the new jobID is written right after it.
-func leftoverStamp(item *lsv1alpha1.DeployItem, stamp time.Time) bool {
-	st := item.Status
-	return st.JobID != "" && st.JobID == st.JobIDFinished &&
-		st.LastReconcileTime != nil && !stamp.After(st.LastReconcileTime.Time)
-}
-
 // ErrBadTimestamp is wrapped by Evaluate when an annotation holds no RFC 3339 time.
 var ErrBadTimestamp = errors.New("annotation is not an RFC 3339 time")
 
@@ -120,8 +107,9 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.ReconcileTimeAnnotation, v, ErrBadTimestamp))
-		} else if leftoverStamp(item, t) {
-			// Nothing waits for a pickup; the deployer removes the stamp.
+		} else if st := item.Status; jobid.LeftoverPickupStamp(st.JobID, st.JobIDFinished, pickupTime(st.LastReconcileTime), t) {
+			// Left over from the job the item finished (its removal was
+			// lost): nothing waits for a pickup; the deployer removes it.
 		} else if left := t.Add(cfg.Pickup.Duration).Sub(now); left <= 0 {
 			return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
 		} else {
@@ -186,4 +174,12 @@ func staleAbort(item *lsv1alpha1.DeployItem) bool {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	return err == nil && t.Before(item.Status.LastReconcileTime.Time)
+}
+
+// pickupTime is t's time, zero for nil.
+func pickupTime(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
 }

@@ -107,6 +107,11 @@ func TestEvaluate(t *testing.T) {
 		// job (newer than the last pickup) and one of a job not finished do.
 		"stamp left over from a finished job":    {item: item(reconcileTime(t0), finished("j1", t0.Add(time.Second))), now: t0.Add(time.Hour), cfg: cfg},
 		"stamp of the same second as the pickup": {item: item(reconcileTime(t0), finished("j1", t0)), now: t0.Add(time.Hour), cfg: cfg},
+		// The hand-over's stamp has milliseconds, the pickup's time whole
+		// seconds: a pickup within the stamp's second is the common case.
+		"stamp with milliseconds in the pickup's second": {item: item(func(di *lsv1alpha1.DeployItem) {
+			di.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = t0.Add(373 * time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+		}, finished("j1", t0)), now: t0.Add(time.Hour), cfg: cfg},
 		"stamp newer than the finished job's pickup": {item: item(reconcileTime(t0.Add(time.Minute)), finished("j1", t0)), now: t0.Add(time.Hour), cfg: cfg,
 			action: ActionFailPickup, timeout: 5 * time.Minute},
 		"stamp of a job not finished": {item: item(reconcileTime(t0), finished("j1", t0.Add(time.Second)), func(di *lsv1alpha1.DeployItem) { di.Status.JobID = "j2" }),
