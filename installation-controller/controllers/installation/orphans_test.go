@@ -343,3 +343,72 @@ deployExecutions:
 	g.Expect(gone(getInst(ns, "root-one"))()).To(BeTrue())
 	g.Expect(exists(ns, &lsv1alpha1.Target{}, installation.ScopedName("root", "cluster"))()).To(BeFalse(), "stale once the orphan is gone: deleted in Completing")
 }
+
+// A sub-installation that stays but is re-templated without the target
+// import its parent no longer has: its deploy items of the last job name the
+// parent's Target copy and need it to uninstall, after the parent's Init.
+// The copy is kept until the job completes. It used to be deleted in Init
+// as stale (only the copies of departing sub-installations were kept), so
+// the old item's deletion failed (TargetNotFound), the sub-installation
+// OrphanDeletionFailed and the parent SubObjectsFailed in every job: nothing
+// wrote the copy again.
+func TestStayingSubInstallationUninstallsWithTheTargetTheParentDropped(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	withTarget := map[string]string{
+		"blueprint.yaml": `imports:
+- name: cluster
+  type: target
+subinstallations:
+- name: one
+  blueprint: {dir: sub}
+  imports:
+    targets:
+    - name: cluster
+      target: cluster
+`,
+		"sub/blueprint.yaml": `imports:
+- name: cluster
+  type: target
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: item
+      type: landscaper.gardener.cloud/mock
+      target:
+        import: cluster
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+        providerStatus:
+          apiVersion: example.org/v1
+          kind: Installed
+`,
+	}
+	inst := newInstallation(ns, "root", withTarget, reconcileAnnotation...)
+	inst.Spec.Imports.Targets = []lsv1alpha1.TargetImport{{Name: "cluster", Target: "cluster"}}
+	create(g, inst)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	copyName := installation.ScopedName("root", "cluster")
+	g.Expect(exists(ns, &lsv1alpha1.Target{}, copyName)()).To(BeTrue(), "the context copy the sub-installation's item names")
+	items := &lsv1alpha1.DeployItemList{}
+	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
+	g.Expect(items.Items).To(HaveLen(1))
+
+	rerun(g, ns, "root", func(i *lsv1alpha1.Installation) {
+		i.Spec.Imports.Targets = nil
+		i.Spec.Blueprint.Inline.Filesystem = map[string]string{
+			"blueprint.yaml":     "subinstallations:\n- name: one\n  blueprint: {dir: sub}\n",
+			"sub/blueprint.yaml": "imports: []\n",
+		}
+	})
+	g.Expect(gone(getInst(ns, "root-one"))()).To(BeFalse(), "one stays")
+	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
+	g.Expect(items.Items).To(BeEmpty(), "uninstalled with the Target copy")
+	g.Expect(exists(ns, &lsv1alpha1.Target{}, copyName)()).To(BeFalse(), "stale once nothing names it: deleted in Completing")
+	// And the next job too.
+	rerun(g, ns, "root", func(*lsv1alpha1.Installation) {})
+}

@@ -98,22 +98,15 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 		}
 		keep = contextCopyKeys(inst, im)
 	}
-	// Sub-installations going away (orphans this job deletes, or deleted
-	// by hand) uninstall in CleanupOrphaned, after this phase: the copies
-	// they import (the Target their deploy items name above all) must last
-	// until then; Completing deletes them.
-	going, err := r.goingSubInstallations(ctx, s, templates)
-	if err != nil {
-		return outcome{}, err
-	}
-	keep = keep.Union(importedCopyKeys(inst, going))
-	// Copies of imports this installation no longer has (or all of them,
-	// with no sub-installations left) go now, before any sub-installation
-	// gets the job: a value that moved from this installation's imports to a
-	// sub-installation's exports is then free for that sub-installation to
-	// write, and no sub-installation reads a copy nobody maintains. The
-	// sub-installations are idle (the last job finished) and re-templated.
-	if err := r.deleteStale(ctx, inst, writtenContextCopies, keep); err != nil {
+	// Copies of data imports this installation no longer has (or all of
+	// them, with no sub-installations left) go now, before any
+	// sub-installation gets the job: a value that moved from this
+	// installation's imports to a sub-installation's exports is then free for
+	// that sub-installation to write, and no sub-installation reads a copy
+	// nobody maintains. The sub-installations are idle (the last job
+	// finished) and re-templated. Stale Target copies wait for Completing
+	// (see writtenDataCopies).
+	if err := r.deleteStale(ctx, inst, writtenDataCopies, keep); err != nil {
 		return outcome{}, err
 	}
 	if len(s.handDeleted) > 0 {
@@ -290,8 +283,9 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 			// import its parent no longer has, written into that parent's
 			// context by one of its sub-installations (the value moved from
 			// the parent's imports to a child's exports): the parent's Init
-			// deletes such a copy before its children get the job, so only a
-			// cache that has not seen the deletion yet still shows it.
+			// deletes such a data copy before its children get the job (only
+			// a cache that has not seen the deletion yet still shows it),
+			// but keeps a Target copy until the job completes.
 			obj.SetOwnerReferences(slices.DeleteFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner.UID }))
 			return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
 		}
@@ -999,9 +993,10 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 	if err := r.deleteStale(ctx, inst, writtenExports, sets.New(exportKeys(inst)...)); err != nil {
 		return outcome{}, err
 	}
-	// Context copies Init kept for the sub-installations that were going
-	// (they uninstall with them), stale now that CleanupOrphaned saw them
-	// gone. The same rule as in Init: with no sub-installation, no copies.
+	// Target copies of imports this installation no longer has, which Init
+	// kept: every sub-installation has finished the job now, so the deploy
+	// items of the last job that named them are uninstalled. The same rule
+	// as in Init: with no sub-installation, no copies.
 	contextKeep := sets.New[string]()
 	if len(inst.Status.InstallationReferences) > 0 {
 		contextKeep = contextCopyKeys(inst, im)

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 )
 
 // WriterIndex holds, on DataObjects and Targets, the name of the
@@ -39,7 +38,20 @@ func indexWriter(o client.Object) []string {
 type written int
 
 const (
+	// writtenContextCopies are the context copies of its data and target
+	// imports (when a job completes).
 	writtenContextCopies written = iota
+	// writtenDataCopies are the context copies of its data imports only
+	// (in Init). A Target copy lasts until the job completes: the deploy
+	// items its sub-installations deployed in the last job name it, and
+	// need it to uninstall, whether the sub-installation goes (an orphan,
+	// or deleted by hand, uninstalling in CleanupOrphaned) or stays
+	// re-templated without that import (uninstalling in its own job). Init
+	// cannot tell which copies those items name from the sub-installations'
+	// specs: a repeated Init (a retry) already sees them re-templated.
+	writtenDataCopies
+	// writtenExports are its exported DataObjects (exported Targets are
+	// kept, see deleteStale).
 	writtenExports
 )
 
@@ -62,16 +74,18 @@ var (
 // old name in place for ever (until inst is deleted), and whoever imports it
 // would read a value nobody maintains as if it were current; now they find
 // it missing (ImportNotFound), which says what happened. Stale exports go
-// when a job completes; stale context copies in Init, once the
-// sub-installations that read them are re-templated or deleted and before
-// any of them gets the job (a value that moved from the parent's imports to
-// a child's exports is then free for the child).
+// when a job completes; stale context copies of data imports in Init, once
+// the sub-installations that read them are re-templated or deleted and
+// before any of them gets the job (a value that moved from the parent's
+// imports to a child's exports is then free for the child); stale Target
+// copies when the job completes (writtenDataCopies says why).
 //
 // Exported Targets are kept: a deploy item of an importer (another root, a
 // sibling) names the Target itself and needs it to uninstall what it
 // deployed, so deleting it would make that item's deletion fail. Context
-// copies of target imports are read only by inst's own sub-installations,
-// which at this point no longer name them.
+// copies of target imports are named only by the deploy items of inst's own
+// sub-installations, which have uninstalled those of the last job once this
+// job completes.
 //
 // It reads the cache only: a job that renamed nothing sends no request.
 // Every delete is preconditioned on the UID and resourceVersion read, so an
@@ -81,6 +95,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 	if which == writtenContextCopies {
 		kinds = append(kinds, staleTargets)
 	}
+	copies := which != writtenExports
 	var deleted []string
 	for _, kind := range kinds {
 		list := kind.list()
@@ -94,7 +109,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 		for _, item := range items {
 			obj := item.(client.Object)
 			if !isOwnedBy(obj, inst) || obj.GetDeletionTimestamp() != nil || obj.GetAnnotations()[KeyAnnotation] == "" ||
-				keep.Has(kind.key(obj.GetName())) || (obj.GetLabels()[ContextLabel] == labelValue(inst.Name)) != (which == writtenContextCopies) {
+				keep.Has(kind.key(obj.GetName())) || (obj.GetLabels()[ContextLabel] == labelValue(inst.Name)) != copies {
 				continue
 			}
 			uid, rv := obj.GetUID(), obj.GetResourceVersion()
@@ -108,7 +123,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 	if len(deleted) > 0 {
 		sort.Strings(deleted)
 		what := "export"
-		if which == writtenContextCopies {
+		if copies {
 			what = "context copy of an import"
 		}
 		ctrl.LoggerFrom(ctx).Info("deleted objects the spec no longer names", "kind", what, "objects", deleted)
@@ -131,46 +146,4 @@ func contextCopyKeys(inst *lsv1alpha1.Installation, im *imports) sets.Set[string
 		keep.Insert(targetKey(ScopedName(inst.Name, name)))
 	}
 	return keep
-}
-
-// goingSubInstallations are inst's sub-installations that this job does not
-// render (orphans, deleted in this phase: the cache may not show their
-// deletion yet) or that are being deleted. Read from the cache and this
-// reconcile's own writes: no request.
-func (r *Reconciler) goingSubInstallations(ctx context.Context, s *scope, templates []blueprint.InstallationTemplate) ([]*lsv1alpha1.Installation, error) {
-	subs, _, err := r.subObjectsOf(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	rendered := sets.New[string]()
-	for i := range templates {
-		rendered.Insert(SubInstallationName(s.inst.Name, templates[i].Name))
-	}
-	var going []*lsv1alpha1.Installation
-	for _, sub := range subs {
-		if sub.DeletionTimestamp != nil || !rendered.Has(sub.Name) {
-			going = append(going, sub)
-		}
-	}
-	return going, nil
-}
-
-// importedCopyKeys are the keys (as contextCopyKeys) of the context copies
-// of inst that subs import: their data imports' dataRefs and their target
-// imports, in inst's context.
-func importedCopyKeys(inst *lsv1alpha1.Installation, subs []*lsv1alpha1.Installation) sets.Set[string] {
-	keys := sets.New[string]()
-	for _, sub := range subs {
-		for _, d := range sub.Spec.Imports.Data {
-			if d.DataRef != "" {
-				keys.Insert(dataKey(ScopedName(inst.Name, d.DataRef)))
-			}
-		}
-		for _, t := range sub.Spec.Imports.Targets {
-			if t.Target != "" {
-				keys.Insert(targetKey(ScopedName(inst.Name, t.Target)))
-			}
-		}
-	}
-	return keys
 }
