@@ -11,9 +11,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -108,6 +111,7 @@ func namespaced(c *clusterClient, obj *unstructured.Unstructured) (bool, error) 
 // alone, even though every item's objects share the deployer's field manager.
 // Policy manage takes an object over, also from another item (Landscaper:
 // "occupies already managed resources"): the mark moves to the new item.
+// Objects applied before marks existed are adopted (see adoptable).
 const ManagedByAnnotation = "manifest.deployer.terrace.dev/managed-by"
 
 // itemMark is the ManagedByAnnotation value of di.
@@ -131,10 +135,11 @@ func mark(obj *unstructured.Unstructured, di *lsv1alpha1.DeployItem) {
 // apply applies every manifest by its policy and returns the managed
 // resources, in configuration order: on an error, those applied before it
 // (they must stay recorded, or deleting the item would leave them behind).
-// An object of a kind that a CustomResourceDefinition of the same item
-// defines, and that the target does not serve yet, waits for it: it is
-// applied in a later reconcile, and waitingFor says which kinds are missing.
-func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, cfg *config) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
+// prev is the item's record from before (status.providerStatus). An object of
+// a kind that a CustomResourceDefinition of the same item defines, and that
+// the target does not serve yet, waits for it: it is applied in a later
+// reconcile, and waitingFor says which kinds are missing.
+func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, cfg *config, prev []manifestv1alpha2.ManagedResourceStatus) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
 	type entry struct {
 		manifestEntry
 		rank  int
@@ -163,6 +168,10 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 	if len(waiting) > 0 {
 		waitingFor = "waiting for the target to serve the kinds this item's CustomResourceDefinitions define: " + strings.Join(waiting, ", ")
 	}
+	recorded := map[string]bool{}
+	for _, r := range prev {
+		recorded[resourceKey(r.Resource)] = true
+	}
 
 	managed := make([]manifestv1alpha2.ManagedResourceStatus, len(cfg.objects))
 	applied = make([]*unstructured.Unstructured, 0, len(entries))
@@ -179,12 +188,23 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 	for _, e := range entries {
 		obj := e.obj.DeepCopy()
 		mark(obj, di)
+		if e.policy == manifestv1alpha2.FallbackPolicy {
+			cur, mine, err := d.applyFallback(ctx, c, di, e.field, obj, cfg.spec.UpdateStrategy, recorded[resourceKey(ref(obj))])
+			if err != nil {
+				return soFar(), nil, "", err
+			}
+			applied = append(applied, cur)
+			if mine {
+				managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+			}
+			continue
+		}
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(obj.GroupVersionKind())
 		exists := false
-		// Only immutable, fallback and patch need the current object; a plain
+		// Only immutable and patch need the current object; a plain
 		// server-side apply does not, which saves a round trip per object.
-		if e.policy == manifestv1alpha2.ImmutablePolicy || e.policy == manifestv1alpha2.FallbackPolicy || cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
+		if e.policy == manifestv1alpha2.ImmutablePolicy || cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
 			getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 			if getErr != nil && !apierrors.IsNotFound(getErr) {
 				return soFar(), nil, "", classify(e.field, obj, "reading", getErr)
@@ -195,14 +215,6 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 		case e.policy == manifestv1alpha2.ImmutablePolicy && exists:
 			// Created once, never changed.
 			applied = append(applied, existing)
-		case e.policy == manifestv1alpha2.FallbackPolicy && exists && !markedBy(existing, di):
-			// Another item, or somebody else, manages it: leave it alone
-			// (deleteResources does not delete it either).
-			log.FromContext(ctx).V(1).Info("fallback: object managed by someone else; leaving it alone",
-				"object", refString(ref(obj)), "managedBy", existing.GetAnnotations()[ManagedByAnnotation])
-			managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
-			applied = append(applied, existing)
-			continue
 		case cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && exists:
 			data, err := obj.MarshalJSON()
 			if err != nil {
@@ -223,6 +235,116 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 		managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
 	}
 	return soFar(), applied, waitingFor, nil
+}
+
+// maxConditionalTries bounds how often the deployer reads an object again
+// because another writer changed it between the read and a write conditional
+// on it; beyond that the reconcile fails with a retryable error.
+const maxConditionalTries = 5
+
+// applyFallback applies obj (marked as di's) with policy fallback: it is
+// created while absent and changed while it is di's; otherwise it is left
+// alone and mine is false (it is not recorded: it is not di's to delete,
+// and an item recording only such objects can be deleted without its Target).
+// Another writer may act between the read and the write — another item's
+// fallback creating the same object, a manage item taking it over — so the
+// write is conditional on what was read: Create for an absent object (not an
+// apply, which would take over an object created meanwhile), and the read
+// UID and resourceVersion for an existing one. When the condition fails, the
+// object is read again and the decision made anew. One read and one write
+// per object, as an unconditional apply after the read cost; an object it
+// created costs one more write once, in its first later apply (see below).
+// recorded tells whether di's record lists the object (for adoptable).
+func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, field string, obj *unstructured.Unstructured,
+	strategy manifestv1alpha2.UpdateStrategy, recorded bool,
+) (cur *unstructured.Unstructured, mine bool, err error) {
+	logger := log.FromContext(ctx).WithValues("object", refString(ref(obj)))
+	for range maxConditionalTries {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, false, classify(field, obj, "reading", err)
+			}
+			created := obj.DeepCopy()
+			created.SetResourceVersion("")
+			created.SetManagedFields(nil)
+			err := c.Create(ctx, created, client.FieldOwner(d.fieldOwner))
+			if apierrors.IsAlreadyExists(err) {
+				continue // created meanwhile: whose is it?
+			}
+			if err != nil {
+				return nil, false, classify(field, obj, "creating", err)
+			}
+			return created, true, nil
+		}
+		if !markedBy(existing, di) {
+			if !d.adoptable(existing, recorded) {
+				// Another item, or somebody else, manages it: leave it alone
+				// (deleteResources does not delete it either).
+				logger.V(1).Info("fallback: object managed by someone else; leaving it alone", "managedBy", existing.GetAnnotations()[ManagedByAnnotation])
+				return existing, false, nil
+			}
+			logger.Info("fallback: adopting an object this item applied before objects were marked")
+		}
+		write := obj.DeepCopy()
+		write.SetUID(existing.GetUID())
+		write.SetResourceVersion(existing.GetResourceVersion())
+		write.SetManagedFields(nil)
+		if strategy == manifestv1alpha2.UpdateStrategyPatch {
+			data, err := write.MarshalJSON()
+			if err != nil {
+				return nil, false, lib.ConfigError(lib.ReasonInvalidConfig, "%s: %v", field, err)
+			}
+			err = c.Patch(ctx, existing, client.RawPatch(types.MergePatchType, data), client.FieldOwner(d.fieldOwner))
+			if err == nil {
+				return existing, true, nil
+			}
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, false, classify(field, obj, "patching", err)
+		}
+		// An object this deployer created (Create is an update, not an apply,
+		// for field ownership) would keep fields later dropped from the
+		// manifest: hand those fields to the deployer's apply once.
+		upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(existing, sets.New(d.fieldOwner), d.fieldOwner)
+		if err != nil {
+			return nil, false, classify(field, obj, "reading the field ownership of", err)
+		}
+		if upgrade != nil {
+			err := c.Patch(ctx, existing, client.RawPatch(types.JSONPatchType, upgrade))
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, false, classify(field, obj, "patching the field ownership of", err)
+			}
+			write.SetResourceVersion(existing.GetResourceVersion())
+		}
+		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(write), client.FieldOwner(d.fieldOwner), client.ForceOwnership)
+		if err == nil {
+			return write, true, nil
+		}
+		if apierrors.IsConflict(err) {
+			continue // changed, deleted or replaced meanwhile
+		}
+		return nil, false, classify(field, obj, "applying", err)
+	}
+	return nil, false, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+}
+
+// adoptable reports whether obj, which carries no mark, is one the item
+// applied with an earlier version of the deployer that did not mark objects
+// (an upgrade): the deployer's field manager owns fields of it and the item's
+// record (recorded) lists it. Such an object is the item's: apply marks it,
+// deleteResources deletes it. One somebody created by hand has no fields of
+// the deployer's, and another item's object carries that item's mark.
+func (d *deployer) adoptable(obj *unstructured.Unstructured, recorded bool) bool {
+	if !recorded || obj.GetAnnotations()[ManagedByAnnotation] != "" {
+		return false
+	}
+	return slices.ContainsFunc(obj.GetManagedFields(), func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager == d.fieldOwner })
 }
 
 // kindsDefined are the kinds the CustomResourceDefinitions among cfg's
@@ -297,41 +419,11 @@ func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, di *ls
 		waiting := false
 		for len(items) > 0 && items[0].rank == group {
 			it := items[0]
-			obj := it.obj
-			cur := &unstructured.Unstructured{}
-			cur.SetGroupVersionKind(obj.GroupVersionKind())
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-				if apierrors.IsNotFound(err) {
-					items = items[1:]
-					continue
-				}
-				return rest(items), false, classify("status.providerStatus.managedResources", obj, "reading", err)
+			held, err := d.deleteObject(ctx, c, di, it.res, it.obj)
+			if err != nil {
+				return rest(items), false, err
 			}
-			if cur.GetDeletionTimestamp() != nil {
-				// Deleted before: while still held, the next group waits for
-				// it as it did when the deletion was issued.
-				if hasFinalizers(cur) {
-					waiting = true
-					left = append(left, it.res)
-				}
-				items = items[1:]
-				continue
-			}
-			if by := cur.GetAnnotations()[ManagedByAnnotation]; (by != "" && by != itemMark(di)) ||
-				(it.res.Policy == manifestv1alpha2.FallbackPolicy && by == "") {
-				// Not this item's (any more): another item took it over
-				// (policy manage), or, for fallback, somebody else manages
-				// it. An unmarked object under manage is this item's (as
-				// applied before objects were marked).
-				log.FromContext(ctx).Info("not deleting an object another item or somebody else manages",
-					"object", refString(it.res.Resource), "managedBy", by, "policy", it.res.Policy)
-				items = items[1:]
-				continue
-			}
-			if err := c.Delete(ctx, cur, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
-				return rest(items), false, classify("status.providerStatus.managedResources", obj, "deleting", err)
-			}
-			if hasFinalizers(cur) {
+			if held {
 				waiting = true
 				left = append(left, it.res)
 			}
@@ -345,6 +437,54 @@ func (d *deployer) deleteResources(ctx context.Context, c *clusterClient, di *ls
 	return left, true, nil
 }
 
+// deleteObject deletes the recorded resource res (obj names it) if it is
+// di's, and reports whether it is still held by finalizers (deleted now or
+// before). An object being deleted without finalizers of its own counts as
+// gone. The deletion is conditional on the UID and resourceVersion read: an
+// item taking the object over in between (policy manage) makes it fail, and
+// the object is read and judged again.
+func (d *deployer) deleteObject(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, res manifestv1alpha2.ManagedResourceStatus, obj *unstructured.Unstructured) (held bool, err error) {
+	const field = "status.providerStatus.managedResources"
+	for range maxConditionalTries {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, classify(field, obj, "reading", err)
+		}
+		if cur.GetDeletionTimestamp() != nil {
+			// Deleted before: while still held, the next group waits for
+			// it as it did when the deletion was issued.
+			return hasFinalizers(cur), nil
+		}
+		if by := cur.GetAnnotations()[ManagedByAnnotation]; (by != "" && by != itemMark(di)) ||
+			(res.Policy == manifestv1alpha2.FallbackPolicy && by == "" && !d.adoptable(cur, true)) {
+			// Not this item's (any more): another item took it over
+			// (policy manage), or, for fallback, somebody else manages
+			// it. An unmarked object under manage is this item's (as
+			// applied before objects were marked), and so is one under
+			// fallback that the deployer's field manager applied.
+			log.FromContext(ctx).Info("not deleting an object another item or somebody else manages",
+				"object", refString(res.Resource), "managedBy", by, "policy", res.Policy)
+			return false, nil
+		}
+		uid, rv := cur.GetUID(), cur.GetResourceVersion()
+		err := c.Delete(ctx, cur, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		switch {
+		case err == nil:
+			return hasFinalizers(cur), nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case apierrors.IsConflict(err):
+			continue // changed meanwhile: whose is it now?
+		}
+		return false, classify(field, obj, "deleting", err)
+	}
+	return false, lib.TransientError(ReasonDeleteFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(res.Resource), maxConditionalTries))
+}
+
 func hasFinalizers(obj *unstructured.Unstructured) bool {
 	return len(obj.GetFinalizers()) > 0
 }
@@ -356,19 +496,22 @@ func merged(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alph
 
 // dropped returns the previously managed resources that left the configuration.
 func dropped(prev, cur []manifestv1alpha2.ManagedResourceStatus) []manifestv1alpha2.ManagedResourceStatus {
-	key := func(r manifestv1alpha2.TypedObjectReference) string {
-		gv, _ := schema.ParseGroupVersion(r.APIVersion)
-		return gv.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
-	}
 	keep := map[string]bool{}
 	for _, r := range cur {
-		keep[key(r.Resource)] = true
+		keep[resourceKey(r.Resource)] = true
 	}
 	var out []manifestv1alpha2.ManagedResourceStatus
 	for _, r := range prev {
-		if !keep[key(r.Resource)] {
+		if !keep[resourceKey(r.Resource)] {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// resourceKey identifies the object r names, whatever version of its group
+// the configuration used.
+func resourceKey(r manifestv1alpha2.TypedObjectReference) string {
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	return gv.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }

@@ -180,7 +180,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	prev := previousResources(di)
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "ApplyManifests", attribute.Int("terrace.manifests", len(cfg.spec.Manifests)))
-	managed, applied, waitingFor, applyErr := d.apply(sctx, c, di, cfg)
+	managed, applied, waitingFor, applyErr := d.apply(sctx, c, di, cfg, prev)
 	tracing.EndStep(span, applyErr)
 	if applyErr != nil || waitingFor != "" {
 		// Keep what was applied recorded, with what was managed before and
@@ -307,20 +307,28 @@ func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Re
 // what was applied stays (it is removed when the item is deleted).
 func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
 
-// NothingToUninstall (lib.UninstallChecker): the item has no managed objects
-// recorded. A failed first apply records an empty list, which the library's
-// default (an empty providerStatus) would take for something installed, and
-// then an item whose Target is gone could never be deleted; Delete itself
-// needs no Target for such an item either.
+// NothingToUninstall (lib.UninstallChecker): the item records no object the
+// deployer would delete — none at all (a failed first apply records an empty
+// list, which the library's default, an empty providerStatus, would take for
+// something installed), or only objects of policies that are never deleted
+// (keep, immutable). Another item's or somebody else's object under fallback
+// is not recorded. Then an item whose Target is gone can still be deleted;
+// Delete itself needs no Target for such an item either.
 func (d *deployer) NothingToUninstall(di *lsv1alpha1.DeployItem) bool {
-	return len(previousResources(di)) == 0
+	return len(toUninstall(di)) == 0
 }
 
 var _ lib.UninstallChecker = (*deployer)(nil)
 
+// toUninstall are the recorded resources that deleting the item deletes
+// (policy permitting; deleteResources checks the marks on the target).
+func toUninstall(di *lsv1alpha1.DeployItem) []manifestv1alpha2.ManagedResourceStatus {
+	return slices.DeleteFunc(previousResources(di), func(r manifestv1alpha2.ManagedResourceStatus) bool { return !deletable(r.Policy) })
+}
+
 func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	di := req.Item
-	prev := previousResources(di)
+	prev := toUninstall(di)
 	if len(prev) > 0 {
 		c, err := d.targets.forTarget(ctx, req.Target)
 		if err != nil {
