@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -85,6 +86,65 @@ func TestItemNameClashFailsWithoutTakingTheItemOver(t *testing.T) {
 	g.Expect(cur.OwnerReferences).To(BeEmpty())
 	g.Expect(cur.Spec.Type).To(Equal(noDeployerType))
 	g.Expect(cur.Labels).NotTo(HaveKey(lsv1alpha1.ManagedByExecutionLabel))
+}
+
+// An execution created again under the name of one whose item is still being
+// deleted waits for that namesake to go, and says so: its job's Progressing
+// condition (reason DeployItemNameTaken) and a Warning event. Once the
+// namesake's deletion failed nothing frees the name: the job fails
+// DeployItemNameConflict, quoting why the deletion failed. When the namesake
+// has gone, the next job creates the item and runs it.
+func TestNamesakeOnItsWayOutIsWaitedForUntilItsDeletionFails(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	// The item "again-a" of an earlier execution "again" (gone), being
+	// deleted; its finalizer stands for a deployer still at work (no
+	// deployer serves its type here).
+	const hold = "test.terrace.dev/hold"
+	namesake := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again-a", Finalizers: []string{hold},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Execution", Name: "again",
+				UID: "0b7e4c1e-2222-4222-8333-444455556666", Controller: ptr.To(true),
+			}}},
+		Spec: lsv1alpha1.DeployItemSpec{Type: noDeployerType},
+	}
+	g.Expect(env.Client.Create(ctx, namesake)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, namesake)).To(Succeed())
+	g.Expect(env.Client.Status().Patch(ctx, namesake, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"status":{"phase":"Deleting"}}`)))).To(Succeed())
+
+	exec := newExecution(ns, "again", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		c := meta.FindStatusCondition(cur.Status.Conditions, execution.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(execution.ReasonDeployItemNameTaken))
+		g.Expect(c.Message).To(ContainSubstring(ns + "/again-a"))
+		g.Expect(cur.Status.LastError).To(BeNil(), "waiting is no failure")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, "again") }).
+		WithTimeout(eventually).WithPolling(poll).Should(ContainElement(corev1.EventTypeWarning + "/" + execution.ReasonDeployItemNameTaken))
+
+	// The deployer gives up: the deletion failed, and the name stays taken.
+	g.Expect(env.Client.Status().Patch(ctx, namesake, client.RawPatch("application/merge-patch+json", []byte(
+		`{"status":{"phase":"DeleteFailed","lastError":{"operation":"Delete","reason":"TargetNotFound","message":"target gone-cluster not found",`+
+			`"lastTransitionTime":"2026-01-02T03:04:05Z","lastUpdateTime":"2026-01-02T03:04:05Z"}}}`)))).To(Succeed())
+	expectConfigFailure(t, exec, execution.ReasonDeployItemNameConflict,
+		ns+"/again-a", "deletion failed", "TargetNotFound: target gone-cluster not found")
+
+	// Once the namesake is gone, the next job creates the item and runs it.
+	g.Expect(env.Client.Patch(ctx, namesake, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(namesake), &lsv1alpha1.DeployItem{}))
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+	g.Expect(reconcileAgain(t, exec, nil).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(metav1.GetControllerOf(getItem(g, ns, "again", "a")).UID).To(Equal(getExec(g, exec).UID))
 }
 
 // A failed job start leaves no item with a reconcile-time stamp it will

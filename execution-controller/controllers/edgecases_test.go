@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -360,6 +361,57 @@ func TestInterruptedDeletionStopsAndSaysWhatIsLeft(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "execution still there: %v", err)
 		g.Expect(listItems(g, ns)).To(BeEmpty())
 	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// operation: interrupt on a deletion job the installation handed over that
+// has not started yet (the interrupt came with it): it is interrupted as any
+// deletion job - nothing deleted, DeleteFailed (Interrupted) naming the items
+// left, the finalizer kept - not ended Failed as an install job would be.
+func TestInterruptOfAHandedDeletionJobBeforeItStarts(t *testing.T) {
+	ns := newNamespace(t)
+	first := startManager(t, ns, testOptions())
+	g := NewWithT(t)
+
+	exec := ownedExecution(g, ns, "handint", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+		cur.Status.JobID = "install-1"
+		g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getExec(g, exec).Status.Conditions, execution.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(execution.ReasonWaitingForJob))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	// The deletion job and the interrupt both arrive before the controller
+	// sees either (it is stopped meanwhile, so the order is certain).
+	first.stop()
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		cur.Status.JobID = "delete-1"
+		g.Expect(env.Client.Status().Update(ctx, cur, client.FieldOwner("installation-controller"))).To(Succeed())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(env.Client.Patch(ctx, getExec(g, exec), client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"landscaper.gardener.cloud/operation":"interrupt"}}}`)))).To(Succeed())
+	startManager(t, ns, testOptions())
+
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		g.Expect(cur.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
+		g.Expect(cur.Status.JobIDFinished).To(Equal("delete-1"))
+		g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseDeleteFailed))
+		g.Expect(cur.Status.LastError).NotTo(BeNil())
+		g.Expect(cur.Status.LastError.Reason).To(Equal(lsv1alpha1.ReasonInterrupted))
+		g.Expect(cur.Status.LastError.Codes).To(Equal([]lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInterrupted}))
+		g.Expect(cur.Status.LastError.Message).To(ContainSubstring("left: a"))
+		g.Expect(cur.Finalizers).To(ContainElement(lsv1alpha1.Finalizer))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	g.Expect(getItem(g, ns, "handint", "a").DeletionTimestamp).To(BeNil(), "nothing deleted")
 }
 
 // operation: interrupt while no job runs is removed and changes nothing: no

@@ -256,15 +256,7 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 				s.afterStatus = append(s.afterStatus, r.removeOperation(s, lsv1alpha1.OperationReconcile))
 			}
 		}
-		r.beginJob(s, lsv1alpha1.PhaseInitDelete) // guarded
-		// Whose job this is stays so until it ends: remembered once the
-		// start is written, so the job's reconciles need not read the
-		// installation again (ownsDeletion).
-		key, job, root := client.ObjectKeyFromObject(s.exec), st.JobID, s.root
-		s.afterStatus = append(s.afterStatus, func(context.Context) error {
-			r.deletionJobs.set(key, job, root)
-			return nil
-		})
+		r.beginDeletionJob(s)
 		if own {
 			return ctrl.Result{}, nil // the status write brings the next reconcile
 		}
@@ -324,6 +316,31 @@ func (r *Reconciler) handleDeletion(ctx context.Context, s *scope) (ctrl.Result,
 		st.Phase = lsv1alpha1.PhaseTriggerDelete
 	}
 	return ctrl.Result{}, nil
+}
+
+// beginDeletionJob starts the deletion job in status.jobID (InitDelete; the
+// status write is guarded).
+func (r *Reconciler) beginDeletionJob(s *scope) {
+	r.beginJob(s, lsv1alpha1.PhaseInitDelete)
+	// Whose job this is stays so until it ends: remembered once the start is
+	// written, so the job's reconciles need not read the installation again
+	// (ownsDeletion).
+	key, job, root := client.ObjectKeyFromObject(s.exec), s.exec.Status.JobID, s.root
+	s.afterStatus = append(s.afterStatus, func(context.Context) error {
+		r.deletionJobs.set(key, job, root)
+		return nil
+	})
+}
+
+// handedDeletionJob reports whether the execution's job is a deletion job
+// that was handed over (status.jobID written by its installation) and has not
+// started yet: handleDeletion starts every job handed to a deleted execution
+// as a deletion job, unless an install job is still running (it finishes
+// first).
+func handedDeletionJob(s *scope) bool {
+	st := &s.exec.Status
+	return s.exec.DeletionTimestamp != nil && jobid.HasNewJob(st.JobID, st.JobIDFinished) &&
+		!installRunning(st.Phase) && !deletePhase(st.Phase)
 }
 
 // stopDeletion runs a deletion job that was interrupted (marked failing): no

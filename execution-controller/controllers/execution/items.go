@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -383,7 +385,44 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			return r.unstampOnProblem(ctx, s, err)
 		}
 	}
+	nameFree(s)
 	return nil
+}
+
+// waitForName records in the running job's Progressing condition (reason
+// DeployItemNameTaken, still True) that the job waits for a namesake to go,
+// with a Warning event when that is news; syncItems restores the condition
+// once every item of the job could be created.
+func (r *Reconciler) waitForName(s *scope, msg string) {
+	st := &s.exec.Status
+	c := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return // no job start recorded: nothing to say it on
+	}
+	news := c.Reason != ReasonDeployItemNameTaken || c.Message != msg
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonDeployItemNameTaken, Message: msg,
+		ObservedGeneration: st.ObservedGeneration,
+	})
+	if news {
+		// Once written, like every event: not repeated on each retry.
+		s.afterStatus = append(s.afterStatus, func(context.Context) error {
+			r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonDeployItemNameTaken, "CreateDeployItem", "%s", msg)
+			return nil
+		})
+	}
+}
+
+// nameFree restores the job's Progressing condition that waitForName changed.
+func nameFree(s *scope) {
+	st := &s.exec.Status
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Reason != ReasonDeployItemNameTaken {
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonJobStarted,
+		Message: "job " + st.JobID + " started", ObservedGeneration: st.ObservedGeneration,
+	})
 }
 
 // configProblem is a write the API server refuses and retrying cannot fix
@@ -401,8 +440,12 @@ func (e configProblem) Unwrap() error { return e.error }
 // ReasonDeployItemInvalid: the API server rejects the item as the template
 // describes it. ReasonDataObjectNameConflict: the exports DataObject exists
 // and is controlled by someone else.
+// ReasonDeployItemNameTaken: the job waits for such a namesake that is on
+// its way out (being deleted, or of an earlier execution of the same name)
+// to go (the Progressing condition's reason meanwhile, and a Warning event).
 const (
 	ReasonDeployItemNameConflict = "DeployItemNameConflict"
+	ReasonDeployItemNameTaken    = "DeployItemNameTaken"
 	ReasonDeployItemInvalid      = "DeployItemInvalid"
 	ReasonDataObjectNameConflict = "DataObjectNameConflict"
 )
@@ -471,10 +514,24 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 		if ref != nil && ref.UID != s.exec.UID && (live.DeletionTimestamp != nil || (ref.Kind == "Execution" && ref.Name == s.exec.Name)) {
 			// The item of an earlier execution of this name (deleted, by
 			// hand or with its installation, and created again), or one on
-			// its way out: its deletion frees the name. Retried; the item's
-			// delete event (owner mapped by name) wakes this execution.
-			return false, fmt.Errorf("deploy item %s/%s belongs to %s and is being deleted or will be with it; waiting for it to go",
-				s.exec.Namespace, name, controllerName(live))
+			// its way out: its deletion frees the name - unless it failed.
+			if deleteStateOf(live) == deleteFailed {
+				// It keeps the name until someone fixes or removes it; no
+				// retry here can: the job fails and says so.
+				return false, configProblem{ReasonDeployItemNameConflict, fmt.Errorf(
+					"deploy item %s/%s (item %s of execution %s) cannot be created: the DeployItem of that name "+
+						"belongs to %s and its deletion failed, so it keeps the name; fix its deletion (say with "+
+						"delete-without-uninstall and operation: reconcile on it) or remove it, then start a new job%s",
+					s.exec.Namespace, name, t.Name, s.exec.Name, controllerName(live),
+					firstCause(map[string]*lsv1alpha1.DeployItem{name: live}, []string{name}))}
+			}
+			// Retried with back-off; the namesake's changes (owner mapped
+			// by name) wake this execution too. Said in the job's
+			// Progressing condition, so the wait is not silent.
+			err := fmt.Errorf("deploy item %s/%s (item %s) is taken by a DeployItem of %s that is being deleted, "+
+				"or will be with its owner; waiting for it to go", s.exec.Namespace, name, t.Name, controllerName(live))
+			r.waitForName(s, err.Error())
+			return false, err
 		}
 		if ref == nil || ref.UID != s.exec.UID {
 			return false, configProblem{ReasonDeployItemNameConflict, fmt.Errorf(
@@ -678,6 +735,20 @@ const (
 	stateSucceeded
 	stateFailed
 )
+
+// stateOf classifies di as the function stateOf does, except that an item
+// this controller has just handed job to counts as running while the cache
+// still shows the copy the hand-over replaced (handedOver): that copy shows
+// the item's earlier job, but the item runs this one. Without it a reconcile
+// in that moment could end the job (a sibling failed, or nothing seems to
+// run) while the item deploys.
+func (r *Reconciler) stateOf(di *lsv1alpha1.DeployItem, job string) itemState {
+	st := stateOf(di, job)
+	if st == statePending && di != nil && r.handedOver.Stale(client.ObjectKeyFromObject(di), di.ResourceVersion) {
+		return stateRunning
+	}
+	return st
+}
 
 func stateOf(di *lsv1alpha1.DeployItem, job string) itemState {
 	switch {

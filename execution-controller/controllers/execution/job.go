@@ -129,13 +129,15 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // job; the annotation is removed once what it caused is written.
 //   - An install job: every item still running it ends Failed with
 //     jobIDFinished = jobID and a lastError saying so; the job ends Failed
-//     the same way.
+//     the same way. An item the cache shows from before this controller's
+//     own hand-over runs the job too: the interrupt waits for its event.
 //   - A deletion job: a deletion cannot be taken back (the item's deletion
 //     timestamp is set, and its deployer acts on that alone), so the
 //     interrupt stops the job from deleting further items and the job ends
 //     DeleteFailed (Interrupted, naming the items left) once the deletions
 //     already running have ended (handleDeletion) - or, when that left no
-//     item, the execution goes as after any deletion.
+//     item, the execution goes as after any deletion. A deletion job handed
+//     over and not started yet is started first, then stopped alike.
 //   - No job: nothing to interrupt; the annotation is removed (Normal event).
 func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if operation(s.exec) != lsv1alpha1.OperationInterrupt {
@@ -156,6 +158,13 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	msg := fmt.Sprintf("job %s was interrupted by operation: interrupt on execution %s", job, s.exec.Name)
+	if handedDeletionJob(s) {
+		// A deletion job handed over but not started (the interrupt came
+		// with it or right after it): it is started here, as handleDeletion
+		// would, so that it is interrupted as any deletion job is - before
+		// it deleted anything, and ending DeleteFailed, not Failed.
+		r.beginDeletionJob(s)
+	}
 	if deletePhase(st.Phase) {
 		s.afterStatus = append(s.afterStatus, remove)
 		if st.LastError != nil && st.LastError.Reason == ReasonInterrupted {
@@ -171,6 +180,19 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 		})
 		// handleDeletion ends the job (now, or once the running deletions ended).
 		return ctrl.Result{}, nil
+	}
+	for _, name := range sortedKeys(s.items) {
+		if di := s.items[name]; r.handedOver.Stale(client.ObjectKeyFromObject(di), di.ResourceVersion) {
+			// This controller has just handed the job to the item, and the
+			// cache still shows the copy from before: the item runs the job,
+			// but failing it needs its current version (the write is guarded
+			// by it). The hand-over's watch event brings the next reconcile,
+			// which interrupts it; until then nothing else happens (no
+			// further item is handed the job).
+			log.V(1).Info("interrupt waits for the cache to show a hand-over", "item", name, "deployItem", di.Name)
+			s.done = true
+			return ctrl.Result{}, nil
+		}
 	}
 	var interrupted []string
 	for _, name := range sortedKeys(s.items) {
@@ -527,7 +549,7 @@ func (r *Reconciler) failOnConfigProblem(ctx context.Context, s *scope, err erro
 // ends Failed (DependenciesRemoved) rather than wait for ever.
 func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, job string) (bool, error) {
 	log := logf.FromContext(ctx)
-	state := func(n string) itemState { return stateOf(s.items[n], job) }
+	state := func(n string) itemState { return r.stateOf(s.items[n], job) }
 	var failed, running []string
 	succeeded := 0
 	for _, n := range g.Order() {

@@ -126,19 +126,31 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		return Decision{RequeueAfter: next}, errors.Join(errs...)
 	}
 
-	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort && !staleAbort(item) {
-		// Already aborting: only the abort timeout is left to watch.
-		if v, ok := ann[lsv1alpha1.AbortTimeAnnotation]; ok && !cfg.Abort.Disabled {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.AbortTimeAnnotation, v, ErrBadTimestamp))
-			} else if left := t.Add(cfg.Abort.Duration).Sub(now); left <= 0 {
-				return Decision{Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
-			} else {
-				wait(left)
-			}
+	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+		// Already aborting: only the abort timeout is left to watch - once
+		// it has started. It starts with abort-time, which this controller
+		// writes with its own abort request. A user's operation: abort
+		// carries none (Landscaper, too, runs the abort timeout only on an
+		// abort-time): then the progressing timeout still applies, and when
+		// it expires its abort request writes abort-time, which starts the
+		// abort timeout. Were the abort branch taken without one, an item
+		// whose deployer never reacts would have no timeout left at all.
+		// A stale abort-time (an earlier job's) does not count either.
+		at, started, err := currentAbortTime(item)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		return Decision{RequeueAfter: next}, errors.Join(errs...)
+		if started {
+			if cfg.Abort.Disabled {
+				return Decision{RequeueAfter: next}, errors.Join(errs...)
+			}
+			left := at.Add(cfg.Abort.Duration).Sub(now)
+			if left <= 0 {
+				return Decision{Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
+			}
+			wait(left)
+			return Decision{RequeueAfter: next}, errors.Join(errs...)
+		}
 	}
 
 	progressing := cfg.Progressing
@@ -160,20 +172,28 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 	return Decision{RequeueAfter: next}, errors.Join(errs...)
 }
 
-// staleAbort reports whether the item's abort-time is older than the start
-// of its current job (status.lastReconcileTime): it belongs to an earlier
-// job, whose failure was written but whose annotations were not removed
-// (the removal is a second write, which can fail). Such a stamp must not
-// fail the new job at once; the new job's own progressing timeout applies
-// (and, when due, stamps a fresh abort-time). An abort-time that cannot be
-// parsed is not stale (it is reported as broken).
-func staleAbort(item *lsv1alpha1.DeployItem) bool {
-	v, ok := item.GetAnnotations()[lsv1alpha1.AbortTimeAnnotation]
-	if !ok || item.Status.LastReconcileTime == nil {
-		return false
+// currentAbortTime is the item's abort-time, with ok, when it belongs to the
+// item's current job. It is not ok when it is absent (a user's operation:
+// abort carries none), not an RFC 3339 time (returned as an error too, and
+// ignored so the other checks still run), or older than the start of the
+// current job (status.lastReconcileTime). Such a stale stamp is left over
+// from an earlier job, whose failure was written but whose annotations were
+// not removed (the removal is a second write, which can fail); it must not
+// fail the new job at once: the new job's own progressing timeout applies
+// (and, when due, stamps a fresh abort-time).
+func currentAbortTime(item *lsv1alpha1.DeployItem) (at time.Time, ok bool, err error) {
+	v, found := item.GetAnnotations()[lsv1alpha1.AbortTimeAnnotation]
+	if !found {
+		return time.Time{}, false, nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
-	return err == nil && t.Before(item.Status.LastReconcileTime.Time)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%s=%q: %w", lsv1alpha1.AbortTimeAnnotation, v, ErrBadTimestamp)
+	}
+	if item.Status.LastReconcileTime != nil && t.Before(item.Status.LastReconcileTime.Time) {
+		return time.Time{}, false, nil
+	}
+	return t, true, nil
 }
 
 // pickupTime is t's time, zero for nil.

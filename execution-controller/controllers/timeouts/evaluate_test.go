@@ -54,6 +54,13 @@ func aborting(since time.Time) itemOpt {
 	}
 }
 
+// userAbort: operation: abort as a user writes it, without abort-time.
+func userAbort() itemOpt {
+	return func(di *lsv1alpha1.DeployItem) {
+		di.Annotations[lsv1alpha1.OperationAnnotation] = string(lsv1alpha1.OperationAbort)
+	}
+}
+
 func specTimeout(v string) itemOpt {
 	return func(di *lsv1alpha1.DeployItem) {
 		d := lsv1alpha1.Duration(v)
@@ -98,6 +105,16 @@ func TestEvaluate(t *testing.T) {
 		"stale abort-time ignored": {item: item(progressing(t0), aborting(t0.Add(-time.Hour))), now: t0.Add(time.Minute), cfg: cfg, requeue: 9 * time.Minute},
 		"stale abort-time, progressing due": {item: item(progressing(t0), aborting(t0.Add(-time.Hour))), now: t0.Add(10 * time.Minute), cfg: cfg,
 			action: ActionAbort, timeout: 10 * time.Minute},
+		// A user's operation: abort carries no abort-time: the abort timeout
+		// has not started, so the progressing timeout still runs (its abort
+		// request then writes abort-time). It used to watch nothing at all.
+		"user's abort without abort-time, progressing pending": {item: item(progressing(t0), userAbort()), now: t0.Add(time.Minute), cfg: cfg,
+			requeue: 9 * time.Minute},
+		"user's abort without abort-time, progressing due": {item: item(progressing(t0), userAbort()), now: t0.Add(10 * time.Minute), cfg: cfg,
+			action: ActionAbort, timeout: 10 * time.Minute},
+		"abort with a broken abort-time, progressing due": {item: item(progressing(t0), userAbort(), func(di *lsv1alpha1.DeployItem) {
+			di.Annotations[lsv1alpha1.AbortTimeAnnotation] = "soon"
+		}), now: t0.Add(10 * time.Minute), cfg: cfg, action: ActionAbort, timeout: 10 * time.Minute, wantErr: true},
 		"abort-time of the job counts":  {item: item(progressing(t0), aborting(t0)), now: t0.Add(5 * time.Minute), cfg: cfg, action: ActionFailAbort, timeout: 5 * time.Minute},
 		"abort none":                    {item: item(progressing(t0), aborting(t0)), now: t0.Add(time.Hour), cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: timeout.Disabled()}},
 		"aborted item already finished": {item: item(aborting(t0), func(di *lsv1alpha1.DeployItem) { di.Status.Phase = lsv1alpha1.PhaseFailed }), now: t0.Add(time.Hour), cfg: cfg},
