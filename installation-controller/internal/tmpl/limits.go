@@ -390,15 +390,93 @@ func checkPrintf(_ *budget, name string, args []reflect.Value) error {
 		if verb == '%' {
 			continue
 		}
+		operand := argNum
 		argNum++
 		// A string's precision cuts it; every other verb's pads.
 		if verb == 's' || verb == 'q' {
 			prec = 0
 		}
-		total += width + prec
+		// fmt pads every element of a list or map (keys and values),
+		// to any depth, not the operand once: `printf "%100000v"
+		// (until 200)` built 20 MB.
+		pad := width + prec
+		padded := int64(1)
+		if pad > 0 && operand >= 0 && operand < len(operands) {
+			padded = fmtPadded(operands[operand], verb, (MaxStringBytes-total)/pad+1)
+		}
+		total += sat(pad, padded)
 		if total > MaxStringBytes {
 			return fmt.Errorf("%s would return more than %d bytes, the limit: the format's widths and precisions add up to more", name, MaxStringBytes)
 		}
 	}
 	return nil
+}
+
+var (
+	formatterType = reflect.TypeFor[fmt.Formatter]()
+	stringerType  = reflect.TypeFor[fmt.Stringer]()
+	errType       = reflect.TypeFor[error]()
+)
+
+// fmtPadded is how many values fmt pads when it prints v with verb: the
+// leaves of lists, arrays, maps (keys and values) and structs, a value that
+// formats itself (Formatter, or Stringer and error for the verbs that use
+// them) counting as one; a byte slice is one string for %s, %q, %x and %X.
+// It counts until it passes limit. v was measured first (checkPrinted), so
+// it holds no cycle and nests at most maxDepth levels.
+func fmtPadded(v reflect.Value, verb byte, limit int64) int64 {
+	var n int64
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		if n > limit {
+			return
+		}
+		if v.Kind() == reflect.Interface && !v.IsNil() {
+			v = v.Elem()
+		}
+		if !v.IsValid() || (v.Kind() == reflect.Interface && v.IsNil()) {
+			n++
+			return
+		}
+		if t := v.Type(); t.Implements(formatterType) ||
+			(strings.IndexByte("vsxXq", verb) >= 0 && (t.Implements(stringerType) || t.Implements(errType))) {
+			n++
+			return
+		}
+		switch v.Kind() {
+		case reflect.Slice, reflect.Array:
+			if v.Type().Elem().Kind() == reflect.Uint8 && strings.IndexByte("sqxX", verb) >= 0 {
+				n++
+				return
+			}
+			for i := 0; i < v.Len() && n <= limit; i++ {
+				walk(v.Index(i), depth+1)
+			}
+		case reflect.Map:
+			it := v.MapRange()
+			for it.Next() && n <= limit {
+				walk(it.Key(), depth+1)
+				walk(it.Value(), depth+1)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField() && n <= limit; i++ {
+				walk(v.Field(i), depth+1)
+			}
+		case reflect.Pointer:
+			// fmt prints &{...} for a pointer to a container at the
+			// top level, an address below.
+			switch v.Elem().Kind() {
+			case reflect.Array, reflect.Slice, reflect.Struct, reflect.Map:
+				if depth == 0 && !v.IsNil() {
+					walk(v.Elem(), depth+1)
+					return
+				}
+			}
+			n++
+		default:
+			n++
+		}
+	}
+	walk(v, 0)
+	return max(n, 1)
 }

@@ -38,6 +38,7 @@ var (
 // to ($-step) is not a name the template lexer accepts.
 const (
 	stepFunc   = "terraceStep"
+	tickFunc   = "terraceTick"
 	rangeFunc  = "terraceRange"
 	outputFunc = "terraceOutput"
 	stepVar    = "$-step"
@@ -66,10 +67,9 @@ func (b *budget) steps1(n int64) error {
 }
 
 // ranging is called with the value a range is about to iterate over and
-// counts all its iterations at once, before the first: a call per
-// iteration (a reflective call through text/template, about half a
-// microsecond) would make an empty loop ten times slower. A range that
-// breaks early is counted whole. The value is passed through unchanged.
+// counts all its iterations at once, before the first, so that the step
+// limit stops a loop before it starts (each iteration only checks the
+// deadline, terraceTick). A range that breaks early is counted whole. The value is passed through unchanged.
 func (b *budget) ranging(v any) (any, error) {
 	n := int64(1)
 	rv := reflect.ValueOf(v)
@@ -129,6 +129,7 @@ func (b *budget) output(v any) (any, error) {
 func hidden(b *budget) template.FuncMap {
 	return template.FuncMap{
 		stepFunc:   func() (bool, error) { return true, b.step() },
+		tickFunc:   func() (bool, error) { return true, b.checkTime() },
 		rangeFunc:  b.ranging,
 		outputFunc: b.output,
 	}
@@ -142,6 +143,9 @@ func hidden(b *budget) template.FuncMap {
 //     and every template call, the only ways a template repeats work, is
 //     counted; a range over an integer is a range like any other, and
 //     text/template has no other loop;
+//   - each range's body starts with a deadline check ({{ $-step :=
+//     terraceTick }}), so no loop runs on past the deadline, whatever its
+//     body does;
 //   - each action that prints ({{ pipeline }}, not {{ $x := pipeline }})
 //     passes its value through terraceOutput ({{ pipeline | terraceOutput }}),
 //     the only way text/template writes a value (text nodes are the
@@ -183,6 +187,15 @@ func instrumentList(tree *parse.Tree, l *parse.ListNode) {
 			instrumentList(tree, n.List)
 			instrumentList(tree, n.ElseList)
 			n.Pipe.Cmds = append(n.Pipe.Cmds, command(tree, n.Pos, rangeFunc))
+			// Every iteration checks the deadline first: a body that calls
+			// no function of the FuncMap and prints nothing (text/template's
+			// own lt, len, index and the like, assignments, ifs) checked it
+			// nowhere, and fifty lt of two 1 MB strings take milliseconds.
+			// About half a microsecond an iteration; the steps stay counted
+			// up front (terraceRange).
+			if n.List != nil {
+				n.List.Nodes = append([]parse.Node{declNode(tree, n.List.Pos, tickFunc)}, n.List.Nodes...)
+			}
 		}
 	}
 }
@@ -194,10 +207,15 @@ func command(tree *parse.Tree, pos parse.Pos, fn string) *parse.CommandNode {
 	return &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{id}}
 }
 
-// stepNode is {{ $-step := terraceStep }}: an action with a declaration, so
-// that it prints nothing.
+// stepNode is {{ $-step := terraceStep }}.
 func stepNode(tree *parse.Tree, pos parse.Pos) *parse.ActionNode {
+	return declNode(tree, pos, stepFunc)
+}
+
+// declNode is {{ $-step := fn }}: an action with a declaration, so that it
+// prints nothing.
+func declNode(tree *parse.Tree, pos parse.Pos, fn string) *parse.ActionNode {
 	v := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: pos, Ident: []string{stepVar}}
-	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Decl: []*parse.VariableNode{v}, Cmds: []*parse.CommandNode{command(tree, pos, stepFunc)}}
+	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Decl: []*parse.VariableNode{v}, Cmds: []*parse.CommandNode{command(tree, pos, fn)}}
 	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: pipe}
 }

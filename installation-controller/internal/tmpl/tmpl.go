@@ -85,6 +85,7 @@ func funcs(b *budget) template.FuncMap {
 	boundRegex(f)
 	boundValues(f)
 	boundLists(f, b)
+	boundMethods(f)
 	f["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		if err != nil {
