@@ -197,6 +197,19 @@ func seeksBestMatch(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
 		!wasBound(c)
 }
 
+// boundByController: the binder, not the user, set the claim's
+// spec.targetName, to the target it bound (best match, a provisioned target,
+// or one pre-bound to the claim).
+func boundByController(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return c.Annotations[appstudiov1alpha1.BoundByControllerAnnotation] == appstudiov1alpha1.AnnotationTrue
+}
+
+// namesClaim: t's claimRef names c, and was not written for an earlier
+// claim object of c's name.
+func namesClaim(t *appstudiov1alpha1.DeploymentTarget, c *appstudiov1alpha1.DeploymentTargetClaim) bool {
+	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name && !binding.ForEarlierClaim(t, c)
+}
+
 // wasBound: the claim has been bound before. Such a claim never looks for a
 // new target; if its target goes, it is Lost (seed 004, rule B).
 func wasBound(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
@@ -435,8 +448,12 @@ func (r *Reconciler) loadTargets(ctx context.Context, s *scope) error {
 // reclaimEarlier applies, to each target bound (or provisioned) for an
 // earlier claim object of this claim's name (binding.ForEarlierClaim), what
 // the earlier claim's deletion would have applied had its finalizer not been
-// removed by force: its class's reclaimPolicy (see reclaimPolicy). Delete
-// deletes it; Retain clears its claimRef (the target reconciler reports it
+// removed by force: its class's reclaimPolicy (see reclaimPolicy). Each
+// such target records the earlier claim object (that is how it is told from
+// this claim's), so the earlier claim held it by a durable fact, as
+// binding.ReclaimedTarget requires of a claim's own target: a target that
+// only names the claim's name, recording no claim, is never among them.
+// Delete deletes it; Retain clears its claimRef (the target reconciler reports it
 // Released if it was bound). The claim itself then binds, or is provisioned,
 // as any new claim: it never inherits that target. Rare (it takes a forced
 // deletion and a claim of the same name), so its requests cost nothing on the
@@ -669,6 +686,8 @@ func provisioning(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
 
 // bindStatic binds to the target the user named in spec.targetName, and to no
 // other: a target of another class or claimed by another claim is refused.
+// A claim that has bound before and holds nothing now is Lost; it claims the
+// named target only if the user, not the binder, set spec.targetName.
 func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 	c := s.claim
 	name := c.Spec.TargetName
@@ -693,6 +712,18 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		} else {
 			s.pending(appstudiov1alpha1.BindReasonTargetNotFound, fmt.Sprintf("target %s does not exist", name))
 		}
+		return nil
+	}
+	if wasBound(c) && boundByController(c) && !namesClaim(t, c) {
+		// The binder wrote spec.targetName: it names the target the claim
+		// bound, which has gone (or let go of it), and this is another
+		// target, or the same one freed, that happens to have its name. A
+		// claim whose target is gone never looks for another (rule B):
+		// taking this one would bind the claim, quietly, to whatever was
+		// created under the old name. A name the user set is the user's
+		// choice, and binds the target of that name that exists now.
+		s.lost(fmt.Sprintf("target %s, which this claim was bound to, is gone or no longer names it; a claim whose target is gone does not bind another, "+
+			"even one of the same name (spec.targetName was set by the binder): create a new claim", name))
 		return nil
 	}
 	switch {
@@ -757,10 +788,19 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 // class change: whoever uses it keeps its environment), its Bound condition
 // True with reason TargetNameConflict (a Warning Event); a claim not bound
 // yet stays Pending with that reason.
+//
+// Deleting the claim applies held's reclaimPolicy only if the claim holds it
+// by a durable fact (binding.HeldByFact); a target that only names the claim
+// (pre-bound by a user) is left as it is, and the message says which.
 func (r *Reconciler) targetNameConflict(s *scope, held *appstudiov1alpha1.DeploymentTarget, name string) {
 	msg := fmt.Sprintf("spec.targetName is %s, but target %s is bound to this claim; a claim binds one target, so target %s is not bound: "+
 		"set spec.targetName back to %s, or delete the claim (target %s's reclaimPolicy applies) and create one for %s",
 		name, held.Name, name, held.Name, held.Name, name)
+	if !binding.HeldByFact(s.claim, held) {
+		msg = fmt.Sprintf("spec.targetName is %s, but target %s names this claim in its spec.claimRef; a claim binds one target, so neither is bound: "+
+			"set spec.targetName to %s, or clear target %s's spec.claimRef, or delete the claim (target %s, which this claim never bound, is left as it is, still naming it)",
+			name, held.Name, held.Name, held.Name, held.Name)
+	}
 	if !binding.BindComplete(s.claim) {
 		s.pending(appstudiov1alpha1.BindReasonTargetNameConflict, msg)
 		return
@@ -918,10 +958,22 @@ func (r *Reconciler) recordClaim(ctx context.Context, s *scope, t *appstudiov1al
 // it never provisioned. A target whose class is missing is kept (Retain):
 // deleting what no policy asked to delete is the one mistake that cannot be
 // undone; the claim still goes.
+//
+// The policy applies only to a target the claim holds by a durable fact
+// (binding.ReclaimedTarget: it records this claim object, or the claim is
+// bind-complete). A target that only names the claim (a user pre-bound it,
+// and the claim named another in spec.targetName, or was deleted before it
+// bound it) is left as it is, reserved for the claim's name, as a pre-bound
+// PersistentVolume whose claimRef has no UID is never reclaimed.
 func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	c := s.claim
-	t := binding.HeldTarget(c, s.named)
+	t := binding.ReclaimedTarget(c, s.named)
 	if t == nil {
+		if named := binding.HeldTarget(c, s.named); named != nil {
+			s.log.Info("leaving a target that names the claim but was never bound by it", "target", named.Name)
+			r.removeFinalizer(s, fmt.Sprintf("target %s names this claim but was never bound by it; it is left as it is", named.Name))
+			return nil
+		}
 		r.removeFinalizer(s, "no target is bound")
 		return nil
 	}

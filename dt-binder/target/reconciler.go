@@ -325,7 +325,10 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) error {
 	}
 	if claim.DeletionTimestamp != nil && prev != appstudiov1alpha1.DeploymentTargetPhaseBound {
 		// A claim being deleted binds nothing new: its finalizer applies the
-		// reclaimPolicy to this target (or leaves a late one to its provisioner).
+		// reclaimPolicy to this target if the claim holds it by a durable
+		// fact (binding.ReclaimedTarget; a late one is left to its
+		// provisioner); one that only names the claim is left as it is,
+		// ClaimNotFound once the claim is gone.
 		s.set(appstudiov1alpha1.DeploymentTargetPhasePending, metav1.ConditionFalse, appstudiov1alpha1.TargetReasonClaimDeleting,
 			fmt.Sprintf("claim %s is being deleted and never bound this target", name))
 		return nil

@@ -137,16 +137,49 @@ func BoundTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appst
 // HeldTarget is the target the claim holds (or is being bound to), whatever its spec.targetName and
 // spec.deploymentTargetClassName say now (a user may change either after
 // binding; the binder never binds a second target, see the claim
-// reconciler): the one whose class's reclaim policy applies when the claim
-// goes. A target of the claim's class naming it is held, as is one of
+// reconciler). A target of the claim's class naming it is held, as is one of
 // another class that the claim was bound to (heldUnderItsClass): a class
 // change does not let go of it. A target of another class that merely names
-// the claim (pre-bound by a user, never bound) is not held: the binder
-// never reclaims what it never bound.
+// the claim (pre-bound by a user, never bound) is not held. The binder
+// never reclaims what it never bound: the claim's deletion applies a
+// reclaim policy only to a held target it holds by a durable fact
+// (ReclaimedTarget), not to one of its class that merely names it.
 func HeldTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+	return pick(claim, targets, func(t *appstudiov1alpha1.DeploymentTarget) bool { return held(claim, t) })
+}
+
+// ReclaimedTarget is the target whose class's reclaimPolicy the claim's
+// deletion applies, or nil: of the targets the claim holds (as HeldTarget
+// chooses them), only one it holds by a durable fact (HeldByFact). A
+// target that merely names the claim in its claimRef (pre-bound by a user,
+// and the claim was deleted before it bound it, or it names another target
+// in spec.targetName) was never bound by the claim, and the binder never
+// reclaims what it never bound: as a pre-bound PersistentVolume whose
+// claimRef has no UID, it is left reserved for the claim's name (the target
+// reconciler reports it Pending, ClaimNotFound, once the claim is gone).
+func ReclaimedTarget(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
 	return pick(claim, targets, func(t *appstudiov1alpha1.DeploymentTarget) bool {
-		return t.Spec.DeploymentTargetClassName == claim.Spec.DeploymentTargetClassName || heldUnderItsClass(claim, t)
+		return held(claim, t) && HeldByFact(claim, t)
 	})
+}
+
+// HeldByFact says whether claim holds t (which names it) by a durable fact:
+// t records this claim object (ClaimAnnotation: the binder's claimRef write,
+// its record on a target pre-bound to the claim when the claim binds it, or
+// the provisioner's create), or the claim recorded that it bound
+// (bind-complete; a target bound before the binder wrote the record has
+// none). A target that only names the claim by name has neither.
+func HeldByFact(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
+	if claim.UID != "" && RecordedClaimUID(t) == string(claim.UID) {
+		return true
+	}
+	return BindComplete(claim)
+}
+
+// held: t, naming claim, is the claim's whatever the claim's spec says now
+// (see HeldTarget).
+func held(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
+	return t.Spec.DeploymentTargetClassName == claim.Spec.DeploymentTargetClassName || heldUnderItsClass(claim, t)
 }
 
 // heldUnderItsClass: t names claim in its claimRef and was bound to it, so it

@@ -199,3 +199,30 @@ func TestTargetForEarlierClaimIsNotTheNewClaims(t *testing.T) {
 		t.Errorf("ClaimRecord = %q", got)
 	}
 }
+
+// TestReclaimedTargetByDurableFact: a claim's deletion reclaims only a target
+// it holds by a durable fact (the target records the claim object, or the
+// claim is bind-complete); a target that only names it (pre-bound by a user)
+// is left alone, and one recording the claim is chosen over it.
+func TestReclaimedTargetByDurableFact(t *testing.T) {
+	c := claim("c1", "free-a")
+	c.UID = "uid-1"
+	byoc := target("byoc", time.Hour, "c1", appstudiov1alpha1.DeploymentTargetPhasePending)
+	if got := ReclaimedTarget(c, []appstudiov1alpha1.DeploymentTarget{byoc}); got != nil {
+		t.Fatalf("a target that only names the claim is not reclaimed, got %s", got.Name)
+	}
+	if got := HeldTarget(c, []appstudiov1alpha1.DeploymentTarget{byoc}); got == nil || got.Name != "byoc" {
+		t.Fatalf("HeldTarget still reports the pre-bound target, got %v", got)
+	}
+
+	recorded := target("recorded", time.Minute, "c1", "")
+	recorded.Annotations = map[string]string{appstudiov1alpha1.ClaimAnnotation: "c1/uid-1"}
+	if got := ReclaimedTarget(c, []appstudiov1alpha1.DeploymentTarget{byoc, recorded}); got == nil || got.Name != "recorded" {
+		t.Fatalf("the target recording the claim is reclaimed, got %v", got)
+	}
+
+	c.Annotations = map[string]string{appstudiov1alpha1.BindCompleteAnnotation: appstudiov1alpha1.AnnotationTrue}
+	if got := ReclaimedTarget(c, []appstudiov1alpha1.DeploymentTarget{byoc}); got == nil || got.Name != "byoc" {
+		t.Fatalf("a bind-complete claim's target without the record (bound before it existed) is reclaimed, got %v", got)
+	}
+}

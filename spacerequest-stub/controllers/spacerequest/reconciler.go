@@ -461,8 +461,9 @@ func (r *Reconciler) clock() time.Time {
 // UnableToTerminate sets lastTransitionTime to now although the status stays
 // False (meta.SetStatusCondition moves it only when the status changes): it
 // is the contract (README) that it says when UnableToTerminate began, and the
-// dt-binder's deadline for a SpaceRequest that cannot terminate counts from
-// it.
+// dt-binder shows it in the target's Terminating message. The binder's
+// deadline for a SpaceRequest that cannot terminate does not count from it
+// but from the SpaceRequest's deletionTimestamp (seed 004, step 5).
 func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.ConditionStatus, reason, message string) {
 	sr.Status.ObservedGeneration = sr.Generation
 	enters := reason == toolchainv1alpha1.ReasonUnableToTerminate && readyReason(sr) != reason
