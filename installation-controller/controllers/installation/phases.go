@@ -896,10 +896,13 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 	for _, sub := range subs {
 		have[sub.Name] = true
 	}
+	key, job := client.ObjectKeyFromObject(inst), inst.Status.JobID
 	var lagging, gone []string
 	for _, ref := range inst.Status.InstallationReferences {
 		name := ref.Reference.Name
-		if have[name] {
+		if have[name] || r.gone.known(key, inst.UID, job, name) {
+			// Confirmed gone earlier in this job: no second read, no
+			// second event.
 			continue
 		}
 		sub := &lsv1alpha1.Installation{}
@@ -927,6 +930,7 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 		}
 	}
 	if len(gone) > 0 {
+		r.gone.add(key, inst.UID, job, gone...)
 		logf.FromContext(ctx).Info("sub-installations of the job are gone; going on without them", "subInstallations", gone)
 		r.Recorder.Eventf(inst, nil, "Warning", ReasonSubObjectGone, "Progressing",
 			"sub-installations %s are gone before they finished the job (deleted by hand, their finalizers removed): the job goes on without them, the next job creates them again", strings.Join(gone, ", "))

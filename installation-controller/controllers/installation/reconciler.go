@@ -161,6 +161,9 @@ type Reconciler struct {
 	// unknownOps remembers the unknown operation annotation values already
 	// warned about (operations.go).
 	unknownOps unknownop.Tracker
+	// gone remembers the sub-installations of a job confirmed gone
+	// (confirmMissing), so they are read and reported once per job.
+	gone goneSubs
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -397,6 +400,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
 	r.replaced.Forget(key)
+	r.gone.forget(key)
 	if r.Rechecks != nil {
 		r.Rechecks.Forget(key)
 	}

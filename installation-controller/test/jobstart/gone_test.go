@@ -2,11 +2,14 @@ package jobstart_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -98,4 +101,90 @@ func TestGoneExecutionFailsTheJob(t *testing.T) {
 	g.Expect(inst.Status.JobIDFinished).To(Equal(job))
 	g.Expect(inst.Status.LastError.Reason).To(Equal(installation.ReasonSubObjectsFailed))
 	g.Expect(inst.Status.LastError.Message).To(ContainSubstring("execution root is gone before it finished the job"))
+}
+
+// countingReader counts the reads of sub-installations the reconciler makes
+// through its APIReader.
+type countingReader struct {
+	client.Reader
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*lsv1alpha1.Installation); ok {
+		c.mu.Lock()
+		c.reads[key.Name]++
+		c.mu.Unlock()
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// countingRecorder counts the events the reconciler emits, by reason, and
+// passes them on.
+type countingRecorder struct {
+	events.EventRecorder
+	mu      sync.Mutex
+	reasons map[string]int
+}
+
+func (c *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	c.mu.Lock()
+	c.reasons[reason]++
+	c.mu.Unlock()
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// A sub-installation confirmed gone stays listed in the status until the job
+// ends; while another sub-installation still runs the job, each reconcile
+// of the parent must not read it again from the API server nor repeat the
+// SubObjectGone Warning: once per job.
+func TestGoneSubInstallationIsReadAndReportedOncePerJob(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "subgoneonce"
+	env, r, mgr := handDriven(t, ns, noInterception)
+	reader := &countingReader{Reader: r.APIReader, reads: map[string]int{}}
+	recorder := &countingRecorder{EventRecorder: r.Recorder, reasons: map[string]int{}}
+	r.APIReader, r.Recorder = reader, recorder
+	root := &lsv1alpha1.Installation{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns,
+			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
+		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{
+				lsv1alpha1.BlueprintFileName: "subinstallations:\n- name: s\n  blueprint: {dir: s}\n- name: u\n  blueprint: {dir: s}\n",
+				"s/blueprint.yaml":           blueprintYAML,
+			}}}},
+	}
+	g.Expect(env.Client.Create(ctx, root)).To(Succeed())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(root)}
+	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
+	job := root.Status.JobID
+	g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v", root.Status.Conditions)
+	g.Eventually(func() (string, error) {
+		i := &lsv1alpha1.Installation{}
+		return i.Status.JobID, mgr.GetCache().Get(ctx, req.NamespacedName, i)
+	}, timeout).Should(Equal(job))
+
+	sub := &lsv1alpha1.Installation{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root-s"}, sub)).To(Succeed())
+	removeByHand(g, env, mgr, sub)
+
+	// root-u never finishes (no controller runs it here): the job stays
+	// Progressing, and each reconcile finds root-s missing from the cache.
+	for range 3 {
+		_, err = r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
+		g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v %v", root.Status.LastError, root.Status.Conditions)
+	}
+	reader.mu.Lock()
+	g.Expect(reader.reads["root-s"]).To(Equal(1), "live reads of the gone sub-installation")
+	reader.mu.Unlock()
+	recorder.mu.Lock()
+	g.Expect(recorder.reasons[installation.ReasonSubObjectGone]).To(Equal(1), "SubObjectGone events")
+	recorder.mu.Unlock()
 }
