@@ -43,34 +43,9 @@ func TestGoneSubInstallationIsNotWaitedFor(t *testing.T) {
 	ctx := context.Background()
 	ns := "subgone"
 	env, r, mgr := handDriven(t, ns, noInterception)
-	root := &lsv1alpha1.Installation{
-		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns,
-			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
-		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
-			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{
-				lsv1alpha1.BlueprintFileName: "subinstallations:\n- name: s\n  blueprint: {dir: s}\n",
-				"s/blueprint.yaml":           blueprintYAML,
-			}}}},
-	}
-	g.Expect(env.Client.Create(ctx, root)).To(Succeed())
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(root)}
-	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
-	// The job starts: the sub-installation is created and handed the job.
+	root, req, job := startJobAndRemoveSub(g, env, r, mgr, ns, "subinstallations:\n- name: s\n  blueprint: {dir: s}\n")
+
 	_, err := r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
-	job := root.Status.JobID
-	g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v", root.Status.Conditions)
-	g.Eventually(func() (string, error) {
-		i := &lsv1alpha1.Installation{}
-		return i.Status.JobID, mgr.GetCache().Get(ctx, req.NamespacedName, i)
-	}, timeout).Should(Equal(job))
-
-	sub := &lsv1alpha1.Installation{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root-s"}, sub)).To(Succeed())
-	removeByHand(g, env, mgr, sub)
-
-	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
 	g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "%v %v", root.Status.LastError, root.Status.Conditions)
@@ -147,18 +122,43 @@ func TestGoneSubInstallationIsReadAndReportedOncePerJob(t *testing.T) {
 	reader := &countingReader{Reader: r.APIReader, reads: map[string]int{}}
 	recorder := &countingRecorder{EventRecorder: r.Recorder, reasons: map[string]int{}}
 	r.APIReader, r.Recorder = reader, recorder
+	root, req, _ := startJobAndRemoveSub(g, env, r, mgr, ns, "subinstallations:\n- name: s\n  blueprint: {dir: s}\n- name: u\n  blueprint: {dir: s}\n")
+
+	// root-u never finishes (no controller runs it here): the job stays
+	// Progressing, and each reconcile finds root-s missing from the cache.
+	for range 3 {
+		_, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
+		g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v %v", root.Status.LastError, root.Status.Conditions)
+	}
+	reader.mu.Lock()
+	g.Expect(reader.reads["root-s"]).To(Equal(1), "live reads of the gone sub-installation")
+	reader.mu.Unlock()
+	recorder.mu.Lock()
+	g.Expect(recorder.reasons[installation.ReasonSubObjectGone]).To(Equal(1), "SubObjectGone events")
+	recorder.mu.Unlock()
+}
+
+// startJobAndRemoveSub creates the root installation (its blueprint.yaml is
+// rootBlueprint; sub-installation s, and any other, use blueprintYAML),
+// starts its job by hand, waits until the cache shows it, and removes
+// sub-installation root-s by hand (its finalizer removed).
+func startJobAndRemoveSub(g Gomega, env *testenv.Env, r *installation.Reconciler, mgr ctrl.Manager, ns, rootBlueprint string) (*lsv1alpha1.Installation, ctrl.Request, string) {
+	ctx := context.Background()
 	root := &lsv1alpha1.Installation{
 		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns,
 			Annotations: map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}},
 		Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
 			Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{
-				lsv1alpha1.BlueprintFileName: "subinstallations:\n- name: s\n  blueprint: {dir: s}\n- name: u\n  blueprint: {dir: s}\n",
+				lsv1alpha1.BlueprintFileName: rootBlueprint,
 				"s/blueprint.yaml":           blueprintYAML,
 			}}}},
 	}
 	g.Expect(env.Client.Create(ctx, root)).To(Succeed())
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(root)}
 	g.Eventually(func() error { return mgr.GetCache().Get(ctx, req.NamespacedName, &lsv1alpha1.Installation{}) }, timeout).Should(Succeed())
+	// The job starts: the sub-installation is created and handed the job.
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
@@ -172,19 +172,5 @@ func TestGoneSubInstallationIsReadAndReportedOncePerJob(t *testing.T) {
 	sub := &lsv1alpha1.Installation{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root-s"}, sub)).To(Succeed())
 	removeByHand(g, env, mgr, sub)
-
-	// root-u never finishes (no controller runs it here): the job stays
-	// Progressing, and each reconcile finds root-s missing from the cache.
-	for range 3 {
-		_, err = r.Reconcile(ctx, req)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(env.Client.Get(ctx, req.NamespacedName, root)).To(Succeed())
-		g.Expect(root.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing), "%v %v", root.Status.LastError, root.Status.Conditions)
-	}
-	reader.mu.Lock()
-	g.Expect(reader.reads["root-s"]).To(Equal(1), "live reads of the gone sub-installation")
-	reader.mu.Unlock()
-	recorder.mu.Lock()
-	g.Expect(recorder.reasons[installation.ReasonSubObjectGone]).To(Equal(1), "SubObjectGone events")
-	recorder.mu.Unlock()
+	return root, req, job
 }
