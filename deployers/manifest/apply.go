@@ -199,12 +199,23 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			}
 			continue
 		}
+		if e.policy == manifestv1alpha2.ImmutablePolicy {
+			cur, err := d.applyImmutable(ctx, c, e.field, obj)
+			if err != nil {
+				return soFar(), nil, "", err
+			}
+			applied = append(applied, cur)
+			// Recorded whoever created it: immutable objects are never
+			// deleted, so the record cannot harm another writer's object.
+			managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+			continue
+		}
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(obj.GroupVersionKind())
 		exists := false
-		// Only immutable and patch need the current object; a plain
-		// server-side apply does not, which saves a round trip per object.
-		if e.policy == manifestv1alpha2.ImmutablePolicy || cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
+		// Only patch needs the current object; a plain server-side apply
+		// does not, which saves a round trip per object.
+		if cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch {
 			getErr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 			if getErr != nil && !apierrors.IsNotFound(getErr) {
 				return soFar(), nil, "", classify(e.field, obj, "reading", getErr)
@@ -212,9 +223,6 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			exists = getErr == nil
 		}
 		switch {
-		case e.policy == manifestv1alpha2.ImmutablePolicy && exists:
-			// Created once, never changed.
-			applied = append(applied, existing)
 		case cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && exists:
 			data, err := obj.MarshalJSON()
 			if err != nil {
@@ -332,6 +340,40 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 		return nil, false, classify(field, obj, "applying", err)
 	}
 	return nil, false, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+}
+
+// applyImmutable creates obj (marked) while it is absent and never changes an
+// existing one, whoever created it: policy immutable, created once, never
+// changed. cur is the object as the target holds it. Another writer may create
+// the object between the read and the write, so the write is a Create (an
+// apply would take over and overwrite that object); when it already exists,
+// the object is read again and left as it is. One read and one write for an
+// absent object, one read for an existing one.
+func (d *deployer) applyImmutable(ctx context.Context, c *clusterClient, field string, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, err error) {
+	for range maxConditionalTries {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(obj.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		if err == nil {
+			return existing, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, classify(field, obj, "reading", err)
+		}
+		created := obj.DeepCopy()
+		created.SetResourceVersion("")
+		created.SetManagedFields(nil)
+		err = c.Create(ctx, created, client.FieldOwner(d.fieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			log.FromContext(ctx).V(1).Info("immutable: object created by someone else meanwhile; leaving it as it is", "object", refString(ref(obj)))
+			continue // read it: it exists now (unless deleted again meanwhile)
+		}
+		if err != nil {
+			return nil, classify(field, obj, "creating", err)
+		}
+		return created, nil
+	}
+	return nil, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s created and deleted by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
 }
 
 // adoptable reports whether obj, which carries no mark, is one the item

@@ -107,6 +107,19 @@ func (p *targetProxy) writes(ns, name string) int {
 	return n
 }
 
+// reads counts the read requests for the ConfigMap ns/name so far.
+func (p *targetProxy) reads(ns, name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.requests {
+		if r == "GET /api/v1/namespaces/"+ns+"/configmaps/"+name {
+			n++
+		}
+	}
+	return n
+}
+
 // writeOf matches a write request (create, apply, patch, delete) for the
 // ConfigMap ns/name; a create names the object in its body only, so any
 // ConfigMap create in ns matches.
@@ -182,6 +195,49 @@ func TestFallbackCreateDoesNotTakeOverAnObjectCreatedMeanwhile(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
 	g.Eventually(gone(g, b), timeout, interval).Should(BeTrue())
 	g.Expect(configMap(g, ns, "shared")()).To(Equal(map[string]string{"v": "a"}))
+}
+
+// TestImmutableCreateDoesNotChangeAnObjectCreatedMeanwhile: somebody creates
+// an immutable item's absent object after the item read it (not found) and
+// before the item's write. Immutable never changes an existing object: the
+// item creates, finds it exists, reads it again and leaves it as it is — not
+// taken over, not overwritten, not marked — and records it, as any existing
+// immutable object. One read and one write for an absent object, as before.
+func TestImmutableCreateDoesNotChangeAnObjectCreatedMeanwhile(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	p := proxiedTarget(t, g, ns, "t")
+
+	// Normal path: an absent immutable object costs one read and one write.
+	own := item(ns, "own", "t", v2(`"manifests":[{"policy":"immutable","manifest":`+cm(ns, "own", map[string]string{"v": "own"})+`}]`))
+	g.Expect(env.Client.Create(ctx, own)).To(Succeed())
+	g.Eventually(get(g, own), timeout, interval).Should(succeeded())
+	g.Expect(p.reads(ns, "own")).To(Equal(1))
+	g.Expect(p.writes(ns, "own")).To(Equal(1))
+	g.Expect(configMap(g, ns, "own")()).To(Equal(map[string]string{"v": "own"}))
+	g.Expect(managedBy(g, ns, "own")()).To(Equal(ns + "/own"))
+
+	writesBefore := p.writes(ns, "theirs") // creates in ns count for every name
+	p.once(createOrApplyOf(ns, "theirs"), func() error {
+		return env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}, Data: map[string]string{"v": "theirs"}},
+			client.FieldOwner("someone-else"))
+	})
+	b := item(ns, "b", "t", v2(`"manifests":[{"policy":"immutable","manifest":`+cm(ns, "theirs", map[string]string{"v": "b"})+`}]`))
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(g, b), timeout, interval).Should(succeeded())
+	g.Expect(p.played()).To(Succeed())
+	g.Expect(configMap(g, ns, "theirs")()).To(Equal(map[string]string{"v": "theirs"}), "immutable never changes an existing object")
+	g.Expect(managedBy(g, ns, "theirs")()).To(BeEmpty(), "nor takes it over")
+	c := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "theirs"}, c)).To(Succeed())
+	g.Expect(fieldManagers(c)).To(ConsistOf("someone-else"))
+	g.Expect(recorded(g, b)()).To(ConsistOf("ConfigMap "+ns+"/theirs"), "recorded as any existing immutable object")
+	g.Expect(p.writes(ns, "theirs")-writesBefore).To(Equal(1), "the create that found it exists; nothing after it")
+	g.Expect(p.reads(ns, "theirs")).To(Equal(2), "read, and read again after the create found it exists")
+
+	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
+	g.Eventually(gone(g, b), timeout, interval).Should(BeTrue())
+	g.Expect(configMap(g, ns, "theirs")()).To(Equal(map[string]string{"v": "theirs"}))
 }
 
 // TestFallbackApplyDoesNotTakeBackAnObjectTakenOverMeanwhile: a fallback
