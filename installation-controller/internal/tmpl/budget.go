@@ -16,11 +16,21 @@ import (
 // budget (see guard), and the render fails once it is spent.
 const MaxRenderBytes = 64 << 20
 
+// MaxDocumentDecodeBytes is what decoding one rendered document may be
+// estimated to allocate (yaml.go's factors, which are the most seen and
+// about twice what a document of plain manifests takes): twice a render's
+// budget, so that a document of about 1.5 MB of ordinary manifests, the
+// most an Execution can hold in etcd, still decodes (1 MB of ConfigMaps is
+// estimated at 85 MB and took 45 MB), while text made of nodes alone
+// (`0,0,...`) is refused long before that size.
+const MaxDocumentDecodeBytes = 2 * MaxRenderBytes
+
 // budget is what one render may still use: bytes of MaxRenderBytes, steps
 // of MaxSteps, time until its deadline, and the output writer (whose room
 // bounds what a value printed may be).
 type budget struct {
 	left     int64
+	held     int64
 	steps    int64
 	deadline time.Time
 	out      *limitedWriter
@@ -29,6 +39,7 @@ type budget struct {
 // reset gives b the whole budget of a new render writing to out.
 func (b *budget) reset(out *limitedWriter) {
 	b.left = MaxRenderBytes
+	b.held = 0
 	b.steps = maxSteps
 	b.deadline = time.Now().Add(timeout)
 	b.out = out
@@ -214,6 +225,10 @@ func guard(name string, fn any, b *budget) any {
 			return fail(err)
 		}
 		if check != nil {
+			// What a check held for the call's own allocations
+			// (yaml.go) is given back when it returned, before its
+			// result is charged (and if it panics).
+			defer b.release()
 			if err := check(b, name, args); err != nil {
 				return fail(err)
 			}
@@ -224,6 +239,7 @@ func guard(name string, fn any, b *budget) any {
 		} else {
 			out = v.Call(args)
 		}
+		b.release()
 		if len(out) == 2 && !out[1].IsNil() {
 			return out
 		}
@@ -313,6 +329,9 @@ func init() {
 		return checkPrinted(nil, name, keys)
 	}
 	argChecks["printf"] = checkPrintf
+	// toYaml and fromYaml hold what they allocate while they run (yaml.go).
+	argChecks["toYaml"] = checkToYaml
+	argChecks["fromYaml"] = checkFromYaml
 }
 
 // flatten spreads a variadic function's last argument (the slice of the
@@ -352,6 +371,11 @@ func measureAll(args []reflect.Value, maxOut, maxMem int64) (size, error) {
 // counted only until it passes the limit).
 func checkPrinted(_ *budget, name string, args []reflect.Value) error {
 	n, err := measureAll(flatten(args), MaxStringBytes, unlimited)
+	return printedErr(name, n, err)
+}
+
+// printedErr is checkPrinted's error for a measure's result.
+func printedErr(name string, n size, err error) error {
 	if errors.Is(err, errTooLarge) {
 		return fmt.Errorf("%s would return %d bytes, more than the limit of %d (counted before it ran: its arguments written out take at least that)", name, n.out, MaxStringBytes)
 	}

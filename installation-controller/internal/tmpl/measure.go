@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"unsafe"
 )
 
@@ -35,8 +36,10 @@ const unlimited = int64(1) << 62
 // written out by fmt's %v, encoding/json or YAML (every string's bytes, at
 // least one byte per other scalar, per separator and per bracket), mem an
 // estimate of the memory a deep copy of it takes (its strings and every
-// element's slot).
-type size struct{ out, mem int64 }
+// element's slot). nodes counts the scalars, lists, maps and map keys walked,
+// and escaped the bytes of strings that JSON escapes (counted only when the
+// measurer's escapes is set, for toYaml's allowance, yaml.go).
+type size struct{ out, mem, nodes, escaped int64 }
 
 // errTooLarge reports that a measured value passed the limit given.
 var errTooLarge = errors.New("value too large")
@@ -51,6 +54,7 @@ var (
 // passes maxMem.
 type measurer struct {
 	maxOut, maxMem int64
+	escapes        bool
 	n              size
 }
 
@@ -63,13 +67,18 @@ type measurer struct {
 // (findCycle), to say so.
 func measure(v reflect.Value, maxOut, maxMem int64) (size, error) {
 	m := measurer{maxOut: maxOut, maxMem: maxMem}
+	return m.measure(v)
+}
+
+// measure adds v's size to what m counted before (see the function measure).
+func (m *measurer) measure(v reflect.Value) (size, error) {
 	if m.walk(v, 0) {
 		return m.n, nil
 	}
 	if findCycle(v) {
 		return m.n, errCycle
 	}
-	if m.n.out <= maxOut && m.n.mem <= maxMem {
+	if m.n.out <= m.maxOut && m.n.mem <= m.maxMem {
 		return m.n, errTooDeep
 	}
 	return m.n, errTooLarge
@@ -86,6 +95,9 @@ func (m *measurer) walk(v reflect.Value, depth int) bool {
 	if depth > maxDepth {
 		return false
 	}
+	if k := v.Kind(); (k != reflect.Interface && k != reflect.Pointer) || v.IsNil() {
+		m.n.nodes++
+	}
 	switch v.Kind() {
 	case reflect.Invalid:
 		return m.add(1, 0)
@@ -100,6 +112,9 @@ func (m *measurer) walk(v reflect.Value, depth int) bool {
 		// interfaces); its dynamic value is never an interface again.
 		return m.walk(v.Elem(), depth)
 	case reflect.String:
+		if m.escapes {
+			m.n.escaped += jsonEscaped(v.String())
+		}
 		return m.add(int64(v.Len()), int64(v.Len()))
 	case reflect.Slice, reflect.Array:
 		if isBytes(v) {
@@ -142,6 +157,22 @@ func (m *measurer) walk(v reflect.Value, depth int) bool {
 		return true
 	}
 	return m.add(1, int64(v.Type().Size()))
+}
+
+// jsonEscaped counts the bytes of s that encoding/json writes escaped
+// (control characters, quotes, backslashes, and <, > and & as \u003c ...),
+// and those of U+2028 and U+2029 (escaped too).
+func jsonEscaped(s string) int64 {
+	var n int64
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			n++
+		case c == 0xe2 && strings.HasPrefix(s[i:], "\u2028"), c == 0xe2 && strings.HasPrefix(s[i:], "\u2029"):
+			n += 3
+		}
+	}
+	return n
 }
 
 // ref identifies a map, slice or pointer target for findCycle and reaches.

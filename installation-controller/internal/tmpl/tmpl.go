@@ -86,22 +86,26 @@ func funcs(b *budget) template.FuncMap {
 	boundValues(f)
 	boundLists(f, b)
 	boundMethods(f)
-	f["toYaml"] = func(v any) (string, error) {
-		out, err := yaml.Marshal(v)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimSuffix(string(out), "\n"), nil
-	}
-	f["fromYaml"] = func(s string) (any, error) {
-		var v any
-		if err := yaml.Unmarshal([]byte(s), &v); err != nil {
-			return nil, err
-		}
-		return v, nil
-	}
+	f["toYaml"] = toYAML
+	f["fromYaml"] = fromYAML
 	guardAll(f, b)
 	return f
+}
+
+func toYAML(v any) (string, error) {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(out), "\n"), nil
+}
+
+func fromYAML(s string) (any, error) {
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // funcSet is a FuncMap and the budget its functions charge. Wrapping every
@@ -156,8 +160,20 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	if err := t.Execute(w, values); err != nil {
 		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
 	}
+	// Decoding the document allocates far more than its text, like
+	// fromYaml (yaml.go): 4 MB of `0,` took 680 MB. The render's results
+	// are garbage by now, so the decode has a budget of its own.
+	fs.budget.left = MaxDocumentDecodeBytes
 	out := map[string]any{}
-	if err := yaml.Unmarshal(buf.Bytes(), &out); err != nil {
+	cost, what, err := fs.budget.fromYamlCost("decoding the rendered document", buf.String())
+	switch {
+	case err != nil:
+	case cost > fs.budget.left:
+		err = fmt.Errorf("decoding the rendered document would allocate about %d bytes (%s), more than the limit of %d", cost, what, MaxDocumentDecodeBytes)
+	default:
+		err = yaml.Unmarshal(buf.Bytes(), &out)
+	}
+	if err != nil {
 		// A YAML error is in the rendered text, which is what we quote; the
 		// line reported is that of the rendered document, not of the file.
 		e := fail("yaml", err, buf.String(), lineOf(yamlLine, err), 0)
