@@ -204,12 +204,6 @@ func boundByController(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
 	return c.Annotations[appstudiov1alpha1.BoundByControllerAnnotation] == appstudiov1alpha1.AnnotationTrue
 }
 
-// namesClaim: t's claimRef names c, and was not written for an earlier
-// claim object of c's name.
-func namesClaim(t *appstudiov1alpha1.DeploymentTarget, c *appstudiov1alpha1.DeploymentTargetClaim) bool {
-	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == c.Name && !binding.ForEarlierClaim(t, c)
-}
-
 // wasBound: the claim has been bound before. Such a claim never looks for a
 // new target; if its target goes, it is Lost (seed 004, rule B).
 func wasBound(c *appstudiov1alpha1.DeploymentTargetClaim) bool {
@@ -714,7 +708,7 @@ func (r *Reconciler) bindStatic(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	if wasBound(c) && boundByController(c) && !namesClaim(t, c) {
+	if wasBound(c) && boundByController(c) && !binding.NamesClaim(t, c) {
 		// The binder wrote spec.targetName: it names the target the claim
 		// bound, which has gone (or let go of it), and this is another
 		// target, or the same one freed, that happens to have its name. A

@@ -195,14 +195,14 @@ func held(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.D
 // recording its claim object (ClaimAnnotation, written by the binder in its
 // claimRef write, or on a target pre-bound by a user when the claim binds it,
 // and by the provisioner in the target's create) is held by the
-// bind-complete claim whose UID it records (namesClaim has already refused a
+// bind-complete claim whose UID it records (NamesClaim has already refused a
 // record of another UID). Only a target without the record (bound before the
 // binder wrote it) keeps the older rule:
 // its Bound condition is True, or the claim's spec.targetName names it. A
 // Released target is never held: it was let go by an earlier claim of the
 // same name.
 func heldUnderItsClass(claim *appstudiov1alpha1.DeploymentTargetClaim, t *appstudiov1alpha1.DeploymentTarget) bool {
-	if !namesClaim(t, claim) || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
+	if !NamesClaim(t, claim) || t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
 		return false
 	}
 	if !BindComplete(claim) {
@@ -220,9 +220,9 @@ func BindComplete(claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
 	return claim.Annotations[appstudiov1alpha1.BindCompleteAnnotation] == appstudiov1alpha1.AnnotationTrue
 }
 
-// namesClaim: t's claimRef names claim, and was not written for an earlier
+// NamesClaim: t's claimRef names claim, and was not written for an earlier
 // claim object of the same name (ForEarlierClaim).
-func namesClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
+func NamesClaim(t *appstudiov1alpha1.DeploymentTarget, claim *appstudiov1alpha1.DeploymentTargetClaim) bool {
 	return t.Spec.ClaimRef != nil && t.Spec.ClaimRef.Name == claim.Name && t.Namespace == claim.Namespace &&
 		!ForEarlierClaim(t, claim)
 }
@@ -233,7 +233,7 @@ func pick(claim *appstudiov1alpha1.DeploymentTargetClaim, targets []appstudiov1a
 	var found []*appstudiov1alpha1.DeploymentTarget
 	for i := range targets {
 		t := &targets[i]
-		if !namesClaim(t, claim) {
+		if !NamesClaim(t, claim) {
 			continue
 		}
 		if t.Status.Phase == appstudiov1alpha1.DeploymentTargetPhaseReleased {
