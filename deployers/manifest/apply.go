@@ -268,23 +268,15 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 ) (cur *unstructured.Unstructured, mine bool, err error) {
 	logger := log.FromContext(ctx).WithValues("object", refString(ref(obj)))
 	for range maxConditionalTries {
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, false, classify(field, obj, "reading", err)
-			}
-			created := obj.DeepCopy()
-			created.SetResourceVersion("")
-			created.SetManagedFields(nil)
-			err := c.Create(ctx, created, client.FieldOwner(d.fieldOwner))
-			if apierrors.IsAlreadyExists(err) {
-				continue // created meanwhile: whose is it?
-			}
-			if err != nil {
-				return nil, false, classify(field, obj, "creating", err)
-			}
-			return created, true, nil
+		existing, created, err := d.readOrCreate(ctx, c, field, obj)
+		if err != nil {
+			return nil, false, err
+		}
+		if existing == nil {
+			continue // created meanwhile: whose is it?
+		}
+		if created {
+			return existing, true, nil
 		}
 		if !markedBy(existing, di) {
 			if !d.adoptable(existing, recorded) {
@@ -351,29 +343,46 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 // absent object, one read for an existing one.
 func (d *deployer) applyImmutable(ctx context.Context, c *clusterClient, field string, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, err error) {
 	for range maxConditionalTries {
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(obj.GroupVersionKind())
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-		if err == nil {
-			return existing, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, classify(field, obj, "reading", err)
-		}
-		created := obj.DeepCopy()
-		created.SetResourceVersion("")
-		created.SetManagedFields(nil)
-		err = c.Create(ctx, created, client.FieldOwner(d.fieldOwner))
-		if apierrors.IsAlreadyExists(err) {
-			log.FromContext(ctx).V(1).Info("immutable: object created by someone else meanwhile; leaving it as it is", "object", refString(ref(obj)))
-			continue // read it: it exists now (unless deleted again meanwhile)
-		}
+		cur, _, err := d.readOrCreate(ctx, c, field, obj)
 		if err != nil {
-			return nil, classify(field, obj, "creating", err)
+			return nil, err
 		}
-		return created, nil
+		if cur != nil {
+			return cur, nil
+		}
+		log.FromContext(ctx).V(1).Info("immutable: object created by someone else meanwhile; leaving it as it is", "object", refString(ref(obj)))
+		// Read it: it exists now (unless deleted again meanwhile).
 	}
 	return nil, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s created and deleted by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+}
+
+// readOrCreate reads the object obj names and returns it; when it is absent,
+// it creates obj instead (Create, not an apply, which would take over an
+// object created meanwhile) and returns it with created true. cur is nil,
+// with no error, when somebody created the object between the read and the
+// create: the caller reads again and decides by what it finds. One read, and
+// one write for an absent object.
+func (d *deployer) readOrCreate(ctx context.Context, c *clusterClient, field string, obj *unstructured.Unstructured) (cur *unstructured.Unstructured, created bool, err error) {
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(obj.GroupVersionKind())
+	err = c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	if err == nil {
+		return existing, false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, false, classify(field, obj, "reading", err)
+	}
+	fresh := obj.DeepCopy()
+	fresh.SetResourceVersion("")
+	fresh.SetManagedFields(nil)
+	err = c.Create(ctx, fresh, client.FieldOwner(d.fieldOwner))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, classify(field, obj, "creating", err)
+	}
+	return fresh, true, nil
 }
 
 // adoptable reports whether obj, which carries no mark, is one the item
