@@ -8,7 +8,7 @@
 // under .local/bench/. The environment is stopped at the end, also after a
 // failure or Ctrl-C (unless -keep).
 //
-//	terrace-bench [-workloads single,tree,chain,roots,claims,apicost] [-n roots=50:200:1000,single=20,...] [-keep]
+//	terrace-bench [-workloads single,tree,chain,roots,crowded,claims,apicost] [-n roots=50:200:1000,crowded=1000:200,single=20,...] [-keep]
 package main
 
 import (
@@ -79,7 +79,7 @@ func parseFlags() (options, error) {
 	var o options
 	var workloads, sizes string
 	flag.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run: "+strings.Join(allWorkloads, ", "))
-	flag.StringVar(&sizes, "n", "", `size overrides, e.g. "roots=50:200,single=5,chain=20,claims=50,tree=2" (tree: depth; roots: one run per size)`)
+	flag.StringVar(&sizes, "n", "", `size overrides, e.g. "roots=50:200,crowded=500:100,single=5,chain=20,claims=50,tree=2" (tree: depth; roots: one run per size; crowded: present:new)`)
 	flag.BoolVar(&o.keep, "keep", false, "leave the bench environment running at the end (stop it with TERRACE_LOCAL_DIR=<dir> hack/local-env.sh down)")
 	flag.BoolVar(&o.reuse, "reuse", false, "use the environment already running in -dir as it is (e.g. one left by -keep, with controllers restarted with other flags): no clean, no start, no stop")
 	flag.StringVar(&o.root, "root", "", "repository root (default: the directory holding go.work)")
@@ -164,19 +164,18 @@ func run() (retErr error) {
 	}
 	var runErr error
 	for _, name := range o.workloads {
-		for _, n := range o.sizes[name] {
-			if name == wAPICost {
-				costs, err := b.apiCost(ctx, n, o.creators)
-				rep.APICost = costs
-				if err == nil {
-					err = writeAPICost(os.Stdout, costs)
-				}
-				if err != nil {
-					runErr = errors.Join(runErr, fmt.Errorf("%s: %w", wAPICost, err))
-				}
-				continue
+		if name == wAPICost {
+			costs, err := b.apiCost(ctx, o.sizes[name][0], o.creators)
+			rep.APICost = costs
+			if err == nil {
+				err = writeAPICost(os.Stdout, costs)
 			}
-			w := newWorkload(name, n, o.creators)
+			if err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("%s: %w", wAPICost, err))
+			}
+			continue
+		}
+		for _, w := range newWorkloads(name, o.sizes[name], o.creators) {
 			res := b.measure(ctx, w)
 			rep.Results = append(rep.Results, res)
 			if err := res.write(os.Stdout); err != nil {

@@ -50,12 +50,16 @@ const (
 	wChain  = "chain"
 	wRoots  = "roots"
 	wClaims = "claims"
+	// wCrowded is roots again, in a namespace that already holds many
+	// Succeeded installations: the time per installation must not grow with
+	// the number already there (issue 9).
+	wCrowded = "crowded"
 )
 
 // single runs first, on a fresh control plane; apicost right after, on a
 // control plane that holds almost nothing yet: its prices are the floor,
 // without the heap and watch load the larger workloads leave behind.
-var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wClaims}
+var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims}
 
 // defaultSizes are the sizes of issue 9; roots runs once per size.
 var defaultSizes = map[string][]int{
@@ -63,13 +67,31 @@ var defaultSizes = map[string][]int{
 	wTree:   {3}, // depth (fan-out is 3)
 	wChain:  {50},
 	wRoots:  {50, 200, 1000},
-	wClaims: {100},
+	// installations already there : installations created at once
+	wCrowded: {1000, 200},
+	wClaims:  {100},
 	// requests of each kind
 	wAPICost: {500},
 }
 
 // treeFanOut is the fan-out of the tree workload.
 const treeFanOut = 3
+
+// newWorkloads makes the runs of one named workload from its sizes: roots
+// runs once per size, crowded once with both of its sizes, the others once.
+func newWorkloads(name string, sizes []int, creators int) []workload {
+	switch name {
+	case wRoots:
+		ws := make([]workload, 0, len(sizes))
+		for _, n := range sizes {
+			ws = append(ws, rootInstallations(n, creators))
+		}
+		return ws
+	case wCrowded:
+		return []workload{crowded(sizes[0], sizes[1], creators)}
+	}
+	return []workload{newWorkload(name, sizes[0], creators)}
+}
 
 func newWorkload(name string, n, creators int) workload {
 	switch name {
@@ -79,8 +101,6 @@ func newWorkload(name string, n, creators int) workload {
 		return tree(n, treeFanOut)
 	case wChain:
 		return chain(n)
-	case wRoots:
-		return rootInstallations(n, creators)
 	case wClaims:
 		return claims(n, creators)
 	}
@@ -367,6 +387,57 @@ func rootInstallations(n, creators int) workload {
 	return w
 }
 
+// crowded: n root installations with one mock item each, created at once in
+// a namespace where present root installations were created and finished
+// beforehand (not measured), until the n new ones are all Succeeded. Next to
+// roots-n it shows whether the time per installation grows with the number
+// already in the namespace.
+func crowded(present, n, creators int) workload {
+	var t *tracker
+	w := workload{
+		name: fmt.Sprintf("%s-%d", wCrowded, n),
+		description: fmt.Sprintf("%d root installations × one mock item, created at once (%d concurrent creators) in a namespace that holds %d Succeeded ones → the new ones all Succeeded",
+			n, creators, present),
+		roots: n,
+	}
+	const newPrefix = "new-"
+	w.prepare = func(ctx context.Context, b *bench, ns string) error {
+		before, err := b.track(ctx, ns, &lsv1alpha1.Installation{}, jobDone)
+		if err != nil {
+			return err
+		}
+		defer before.close()
+		objs := make([]client.Object, present)
+		for i := range present {
+			objs[i] = rootInstallation(ns, fmt.Sprintf("present-%04d", i), mockBlueprint(), false)
+		}
+		if err := b.createAtOnce(ctx, objs, creators); err != nil {
+			return err
+		}
+		if err := before.waitAll(ctx, present); err != nil {
+			return fmt.Errorf("the %d installations present beforehand: %w", present, err)
+		}
+		// The measured tracker's informer lists the present ones too: only
+		// the new ones count.
+		t, err = b.track(ctx, ns, &lsv1alpha1.Installation{}, func(o client.Object) (state, string) {
+			if !strings.HasPrefix(o.GetName(), newPrefix) {
+				return pending, ""
+			}
+			return jobDone(o)
+		})
+		return err
+	}
+	w.run = func(ctx context.Context, b *bench, ns string) (timing, error) {
+		objs := make([]client.Object, n)
+		for i := range n {
+			objs[i] = rootInstallation(ns, fmt.Sprintf("%s%04d", newPrefix, i), mockBlueprint(), false)
+		}
+		return t.timeUntilDone(ctx, n, func() error { return b.createAtOnce(ctx, objs, creators) })
+	}
+	w.close = func() { t.close() }
+	return w
+}
+
 // tree: one root installation whose blueprint has depth levels of fanOut
 // sub-installations, each with one manifest item, until every installation
 // is Succeeded.
@@ -492,7 +563,7 @@ func claims(n, creators int) workload {
 	return w
 }
 
-// parseSizes reads -n: "single=20,roots=50:200:1000,chain=50,claims=100,tree=3".
+// parseSizes reads -n: "single=20,roots=50:200:1000,crowded=1000:200,chain=50,claims=100,tree=3".
 func parseSizes(s string) (map[string][]int, error) {
 	out := map[string][]int{}
 	for k, v := range defaultSizes {
@@ -517,7 +588,10 @@ func parseSizes(s string) (map[string][]int, error) {
 			}
 			sizes = append(sizes, n)
 		}
-		if name != wRoots && len(sizes) != 1 {
+		switch {
+		case name == wCrowded && len(sizes) != 2:
+			return nil, fmt.Errorf("-n %s: two sizes, present:new (e.g. crowded=1000:200)", name)
+		case name != wRoots && name != wCrowded && len(sizes) != 1:
 			return nil, fmt.Errorf("-n %s: one size only (roots takes several, separated by ':')", name)
 		}
 		out[name] = sizes

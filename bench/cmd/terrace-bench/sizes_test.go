@@ -1,0 +1,59 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("roots=10:20,crowded=30:5,single=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]int{
+		wRoots:   {10, 20},
+		wCrowded: {30, 5},
+		wSingle:  {3},
+		wClaims:  defaultSizes[wClaims], // not overridden
+	} {
+		if !slices.Equal(got[name], want) {
+			t.Errorf("%s: got %v, want %v", name, got[name], want)
+		}
+	}
+
+	for in, wantErr := range map[string]string{
+		"crowded=200":   "two sizes, present:new",
+		"crowded=1:2:3": "two sizes, present:new",
+		"chain=1:2":     "one size only",
+		"roots=0":       "not a positive number",
+		"nosuch=1":      "unknown workload",
+		"roots":         "want workload=N",
+		"single=twenty": "not a positive number",
+	} {
+		_, err := parseSizes(in)
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("parseSizes(%q) = %v, want an error containing %q", in, err, wantErr)
+		}
+	}
+}
+
+func TestNewWorkloadsExpandsSizes(t *testing.T) {
+	names := func(name string, sizes []int) []string {
+		var out []string
+		for _, w := range newWorkloads(name, sizes, 16) {
+			out = append(out, w.name)
+		}
+		return out
+	}
+	if got := names(wRoots, []int{50, 200}); !slices.Equal(got, []string{"roots-50", "roots-200"}) {
+		t.Errorf("roots: %v", got)
+	}
+	ws := newWorkloads(wCrowded, []int{1000, 200}, 16)
+	if len(ws) != 1 || ws[0].name != "crowded-200" || ws[0].roots != 200 || !strings.Contains(ws[0].description, "holds 1000") {
+		t.Errorf("crowded: %+v", ws)
+	}
+	if got := names(wChain, []int{50}); !slices.Equal(got, []string{"chain"}) {
+		t.Errorf("chain: %v", got)
+	}
+}
