@@ -168,9 +168,10 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 	if len(waiting) > 0 {
 		waitingFor = "waiting for the target to serve the kinds this item's CustomResourceDefinitions define: " + strings.Join(waiting, ", ")
 	}
-	recorded := map[string]bool{}
+	// The policy each object was last applied with, by the item's record.
+	recorded := map[string]manifestv1alpha2.ManifestPolicy{}
 	for _, r := range prev {
-		recorded[resourceKey(r.Resource)] = true
+		recorded[resourceKey(r.Resource)] = r.Policy
 	}
 
 	managed := make([]manifestv1alpha2.ManagedResourceStatus, len(cfg.objects))
@@ -189,7 +190,8 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 		obj := e.obj.DeepCopy()
 		mark(obj, di)
 		if e.policy == manifestv1alpha2.FallbackPolicy {
-			cur, mine, err := d.applyFallback(ctx, c, di, e.field, obj, cfg.spec.UpdateStrategy, recorded[resourceKey(ref(obj))])
+			_, wasRecorded := recorded[resourceKey(ref(obj))]
+			cur, mine, err := d.applyFallback(ctx, c, di, e.field, obj, cfg.spec.UpdateStrategy, wasRecorded)
 			if err != nil {
 				return soFar(), nil, "", err
 			}
@@ -233,6 +235,19 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			}
 			applied = append(applied, existing)
 		default:
+			// Recorded with a policy that creates with Create (an update for
+			// field ownership, not an apply): the forced apply alone would
+			// never remove the fields the create set that the manifest has
+			// dropped since. Hand them to the apply once, on the policy
+			// change; the next record says manage or keep, so later jobs do
+			// not read. A merge patch (updateStrategy patch) removes no
+			// field it does not name, whoever owns it: nothing to hand over.
+			if p := recorded[resourceKey(ref(obj))]; cfg.spec.UpdateStrategy != manifestv1alpha2.UpdateStrategyPatch &&
+				(p == manifestv1alpha2.ImmutablePolicy || p == manifestv1alpha2.FallbackPolicy) {
+				if err := d.handOverCreated(ctx, c, e.field, obj); err != nil {
+					return soFar(), nil, "", err
+				}
+			}
 			obj.SetResourceVersion("")
 			obj.SetManagedFields(nil)
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(d.fieldOwner), client.ForceOwnership); err != nil {
@@ -305,23 +320,16 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 			}
 			return nil, false, classify(field, obj, "patching", err)
 		}
-		// An object this deployer created (Create is an update, not an apply,
-		// for field ownership) would keep fields later dropped from the
-		// manifest: hand those fields to the deployer's apply once.
-		upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(existing, sets.New(d.fieldOwner), d.fieldOwner)
+		// An object this deployer created keeps fields later dropped from
+		// the manifest unless they are handed to its apply (once).
+		changed, err := d.handOver(ctx, c, field, existing)
 		if err != nil {
-			return nil, false, classify(field, obj, "reading the field ownership of", err)
+			return nil, false, err
 		}
-		if upgrade != nil {
-			err := c.Patch(ctx, existing, client.RawPatch(types.JSONPatchType, upgrade))
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return nil, false, classify(field, obj, "patching the field ownership of", err)
-			}
-			write.SetResourceVersion(existing.GetResourceVersion())
+		if changed {
+			continue
 		}
+		write.SetResourceVersion(existing.GetResourceVersion())
 		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(write), client.FieldOwner(d.fieldOwner), client.ForceOwnership)
 		if err == nil {
 			return write, true, nil
@@ -332,6 +340,56 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 		return nil, false, classify(field, obj, "applying", err)
 	}
 	return nil, false, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+}
+
+// handOver hands the fields the deployer's field manager owns in cur as an
+// Update manager — what its Create (policies fallback and immutable) or a
+// merge patch set — to its Apply manager, so that a later forced apply
+// removes those the manifest no longer lists, as for every applied object.
+// Nothing to hand over costs nothing; otherwise one write, conditional on
+// cur's resourceVersion (csaupgrade's patch carries it): changed reports that
+// cur was changed or deleted since it was read, and the caller reads it
+// again. On success cur is the object as written (its new resourceVersion).
+func (d *deployer) handOver(ctx context.Context, c *clusterClient, field string, cur *unstructured.Unstructured) (changed bool, err error) {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(d.fieldOwner), d.fieldOwner)
+	if err != nil {
+		return false, classify(field, cur, "reading the field ownership of", err)
+	}
+	if patch == nil {
+		return false, nil
+	}
+	err = c.Patch(ctx, cur, client.RawPatch(types.JSONPatchType, patch))
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, classify(field, cur, "patching the field ownership of", err)
+	}
+	return false, nil
+}
+
+// handOverCreated reads the object obj names and hands its fields over (see
+// handOver) before a forced apply with policy manage or keep, when the item's
+// record says it was applied with a policy that creates with Create. Only on
+// such a policy change: one read, and one write if there is anything to hand
+// over. An absent object needs nothing (the apply creates it).
+func (d *deployer) handOverCreated(ctx context.Context, c *clusterClient, field string, obj *unstructured.Unstructured) error {
+	for range maxConditionalTries {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return classify(field, obj, "reading", err)
+		}
+		changed, err := d.handOver(ctx, c, field, cur)
+		if err != nil || !changed {
+			return err
+		}
+		// Changed meanwhile: read it again.
+	}
+	return lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
 }
 
 // applyImmutable creates obj (marked) while it is absent and never changes an

@@ -380,6 +380,84 @@ func TestFallbackDropsFieldsRemovedFromTheManifest(t *testing.T) {
 	g.Expect(p.writes(ns, "x")).To(Equal(4), "one write per job from then on")
 }
 
+// TestPolicyChangeToManageDropsFieldsRemovedFromTheManifest: objects created
+// under policy immutable and fallback (a create: an update for field
+// ownership, not an apply) switch to manage and keep with a field dropped
+// from their manifests; the field is removed, as for every applied object.
+// The record tells the policy change, so the fields are handed to the
+// deployer's apply then (one read and one write once); the normal manage and
+// keep path reads nothing.
+func TestPolicyChangeToManageDropsFieldsRemovedFromTheManifest(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	p := proxiedTarget(t, g, ns, "t")
+	config := func(immutableTo, fallbackTo string, data map[string]string) string {
+		return v2(`"manifests":[{"policy":"` + immutableTo + `","manifest":` + cm(ns, "immutable", data) + `},` +
+			`{"policy":"` + fallbackTo + `","manifest":` + cm(ns, "fallback", data) + `}]`)
+	}
+	b := item(ns, "b", "t", config("immutable", "fallback", map[string]string{"a": "1", "b": "1"}))
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(g, b), timeout, interval).Should(succeeded())
+	for _, name := range []string{"immutable", "fallback"} {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "1", "b": "1"}))
+		g.Expect(p.reads(ns, name)).To(Equal(1), name)
+	}
+
+	// Creates count for every name in ns: count writes from here on.
+	writes := map[string]int{}
+	for _, name := range []string{"immutable", "fallback"} {
+		writes[name] = p.writes(ns, name)
+	}
+	reconfigure(g, b, config("manage", "keep", map[string]string{"a": "2"}))
+	g.Eventually(get(g, b), timeout, interval).Should(And(succeeded(), HaveField("Status.ObservedGeneration", int64(2))))
+	for _, name := range []string{"immutable", "fallback"} {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "2"}), name+": b, dropped from the manifest, is removed")
+		g.Expect(p.reads(ns, name)).To(Equal(2), name+": read once on the policy change")
+		g.Expect(p.writes(ns, name)-writes[name]).To(Equal(2), name+": the hand-over and the apply")
+		writes[name] = p.writes(ns, name)
+	}
+
+	reconfigure(g, b, config("manage", "keep", map[string]string{"a": "3"}))
+	g.Eventually(get(g, b), timeout, interval).Should(And(succeeded(), HaveField("Status.ObservedGeneration", int64(3))))
+	for _, name := range []string{"immutable", "fallback"} {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "3"}))
+		g.Expect(p.reads(ns, name)).To(Equal(2), name+": manage and keep read nothing")
+		g.Expect(p.writes(ns, name)-writes[name]).To(Equal(1), name+": the apply only")
+	}
+}
+
+// TestPolicyChangeHandOverIsConditional: somebody else changes the object
+// after the deployer read it for the hand-over on a policy change (fallback
+// to manage) and before the hand-over's write. The write replaces the field
+// ownership as read, so it is conditional on the read resourceVersion: it
+// fails, the object is read again and handed over then; the other writer's
+// field and its ownership of it stay.
+func TestPolicyChangeHandOverIsConditional(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	p := proxiedTarget(t, g, ns, "t")
+	b := item(ns, "b", "t", v2(`"manifests":[{"policy":"fallback","manifest":`+cm(ns, "x", map[string]string{"a": "1", "b": "1"})+`}]`))
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	g.Eventually(get(g, b), timeout, interval).Should(succeeded())
+	writes := p.writes(ns, "x")
+
+	p.once(func(r *http.Request) bool {
+		return writeOf(http.MethodPatch, ns, "x")(r) && r.Header.Get("Content-Type") == string(types.JSONPatchType)
+	}, func() error {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+		return env.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, []byte(`{"data":{"c":"theirs"}}`)), client.FieldOwner("someone-else"))
+	})
+	reconfigure(g, b, v2(`"manifests":[{"policy":"manage","manifest":`+cm(ns, "x", map[string]string{"a": "2"})+`}]`))
+	g.Eventually(get(g, b), timeout, interval).Should(And(succeeded(), HaveField("Status.ObservedGeneration", int64(2))))
+	g.Expect(p.played()).To(Succeed())
+	g.Expect(configMap(g, ns, "x")()).To(Equal(map[string]string{"a": "2", "c": "theirs"}))
+	c := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, c)).To(Succeed())
+	g.Expect(fieldManagers(c)).To(ContainElement("someone-else"))
+	g.Expect(p.reads(ns, "x")).To(Equal(3), "the create's read, then read, and read again after the conflict")
+	g.Expect(p.writes(ns, "x")-writes).To(Equal(3), "the failed hand-over, the hand-over and the apply")
+}
+
 // TestDeletionWithoutTargetWhenNothingIsDeletable: an item that records only
 // objects of policies that are never deleted (keep, immutable), beside an
 // ignored one and a fallback object somebody else manages, is deleted after
