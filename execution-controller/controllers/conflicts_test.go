@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -10,11 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
@@ -145,6 +148,136 @@ func TestNamesakeOnItsWayOutIsWaitedForUntilItsDeletionFails(t *testing.T) {
 	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
 	g.Expect(reconcileAgain(t, exec, nil).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
 	g.Expect(metav1.GetControllerOf(getItem(g, ns, "again", "a")).UID).To(Equal(getExec(g, exec).UID))
+}
+
+// goingNamesake creates the DeployItem name in ns, controlled by an
+// Execution owner (uid) that is gone, and deletes it; its finalizer holds it
+// (standing for a deployer still at work: no deployer serves its type) until
+// the test releases it (releaseNamesake).
+func goingNamesake(g Gomega, ns, name, owner, uid string) *lsv1alpha1.DeployItem {
+	di := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{"test.terrace.dev/hold"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Execution", Name: owner,
+				UID: types.UID(uid), Controller: ptr.To(true),
+			}}},
+		Spec: lsv1alpha1.DeployItemSpec{Type: noDeployerType},
+	}
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	return di
+}
+
+// releaseNamesake removes the finalizer of a namesake and waits until it is
+// gone (the waiting execution may have created its own item of that name by then).
+func releaseNamesake(g Gomega, di *lsv1alpha1.DeployItem) {
+	uid := di.UID
+	g.Expect(env.Client.Patch(ctx, di, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		cur := &lsv1alpha1.DeployItem{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(di), cur)
+		return apierrors.IsNotFound(err) || (err == nil && cur.UID != uid)
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+}
+
+// expectNameTaken waits until exec's running job says it waits for the
+// DeployItem name in ns (Progressing True, DeployItemNameTaken, no lastError).
+func expectNameTaken(g Gomega, exec *lsv1alpha1.Execution, name string) {
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		c := meta.FindStatusCondition(cur.Status.Conditions, execution.ConditionProgressing)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(execution.ReasonDeployItemNameTaken))
+		g.Expect(c.Message).To(ContainSubstring(exec.Namespace + "/" + name))
+		g.Expect(cur.Status.LastError).To(BeNil(), "waiting is no failure")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// A job waiting for a namesake to go is no failed reconcile: no "Reconciler
+// error" (retried with back-off and logged, stack trace and all, on every
+// retry), but one info line, and the Progressing condition says why it waits.
+// The namesake's deletion wakes the execution through a watch, not through the
+// safety-net requeue (an hour here): the item of an earlier execution of the
+// same name (its controller's events reach the execution by name), and the
+// item of another execution whose item maps to the same name (execution
+// "app-db" item "main" and execution "app" item "db-main": its events reach
+// "app" through the index of item names).
+func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	_, logs := startManagerLogging(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	g := NewWithT(t)
+
+	earlier := goingNamesake(g, ns, "again-a", "again", "0b7e4c1e-3333-4222-8333-444455556666")
+	other := goingNamesake(g, ns, "app-db-main", "app-db", "0b7e4c1e-4444-4222-8333-444455556666")
+	again := newExecution(ns, "again", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	app := newExecution(ns, "app", mockItem("db-main", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+
+	waits := func(name string) []string {
+		return logs.matching(`"msg":"waiting for a namesake deploy item to go"`, ns+"/"+name)
+	}
+	errs := func(name string) []string { return logs.matching(`"Reconciler error"`, ns+"/"+name) }
+	cases := []struct {
+		exec     *lsv1alpha1.Execution
+		item     string
+		namesake *lsv1alpha1.DeployItem
+	}{{again, "a", earlier}, {app, "db-main", other}}
+	for _, c := range cases {
+		expectNameTaken(g, c.exec, c.namesake.Name)
+		g.Eventually(func(g Gomega) {
+			g.Expect(errs(c.namesake.Name)).To(BeEmpty(), "the wait is no reconcile error")
+			g.Expect(waits(c.namesake.Name)).NotTo(BeEmpty(), "the wait is logged")
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	}
+
+	releaseNamesake(g, earlier)
+	releaseNamesake(g, other)
+	for _, c := range cases {
+		g.Eventually(func(g Gomega) {
+			cur := getExec(g, c.exec)
+			g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID), "the job of %s goes on", c.exec.Name)
+			g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, execution.ConditionProgressing).Reason).
+				To(Equal(execution.ReasonSucceeded))
+			g.Expect(metav1.GetControllerOf(getItem(g, ns, c.exec.Name, c.item)).UID).To(Equal(cur.UID))
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		g.Expect(errs(c.namesake.Name)).To(BeEmpty())
+		g.Expect(waits(c.namesake.Name)).To(HaveLen(1), "logged once, not on every reconcile")
+	}
+}
+
+// An item created with the reconcile-time stamp before its job met a namesake
+// to wait for loses the stamp again: it has no job yet, and a pickup timeout
+// running meanwhile would fail it. The hand-over after the wait stamps it.
+func TestNamesakeWaitLeavesNoStampedItemBehind(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	g := NewWithT(t)
+
+	namesake := goingNamesake(g, ns, "wait-taken", "wait", "0b7e4c1e-5555-4222-8333-444455556666")
+	free := mockItem("a-free", mockv1alpha1.ProviderConfiguration{})
+	free.Type = noDeployerType // only the controller changes it
+	// "a-free" comes first: it is created (stamped) before the wait is met.
+	exec := newExecution(ns, "wait", free, mockItem("taken", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	expectNameTaken(g, exec, namesake.Name)
+	g.Eventually(func(g Gomega) {
+		di := getItem(g, ns, "wait", "a-free")
+		g.Expect(di.Annotations).NotTo(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+		g.Expect(di.Status.JobID).To(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+
+	releaseNamesake(g, namesake)
+	g.Eventually(func(g Gomega) {
+		cur := getExec(g, exec)
+		di := getItem(g, ns, "wait", "a-free")
+		g.Expect(di.Status.JobID).To(Equal(cur.Status.JobID))
+		g.Expect(di.Annotations).To(HaveKey(lsv1alpha1.ReconcileTimeAnnotation))
+		g.Expect(metav1.GetControllerOf(getItem(g, ns, "wait", "taken")).UID).To(Equal(cur.UID))
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
 }
 
 // A failed job start leaves no item with a reconcile-time stamp it will

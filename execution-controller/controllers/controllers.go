@@ -35,6 +35,11 @@ type Options struct {
 	// that went without handing over (its finalizer removed by hand), of
 	// which this controller, caching no installations, gets no event.
 	OwnerRecheck time.Duration
+	// NameRecheck is how often a job that waits for a namesake deploy item
+	// to go (DeployItemNameTaken) is reconciled without an event (zero:
+	// execution.DefaultNameRecheck). A safety net: the namesake's own events
+	// wake the execution.
+	NameRecheck time.Duration
 }
 
 // DefaultOptions returns the defaults of seed 001 (5m pickup, 10m progressing, 5m abort).
@@ -63,6 +68,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder:     mgr.GetEventRecorder(FieldManager),
 		FieldManager: FieldManager,
 		OwnerRecheck: opts.OwnerRecheck,
+		NameRecheck:  opts.NameRecheck,
 	}
 	if err := exec.SetupWithManager(ctx, mgr, opts.Controller); err != nil {
 		return fmt.Errorf("setting up the execution reconciler: %w", err)

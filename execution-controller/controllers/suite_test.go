@@ -1,10 +1,12 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,6 +103,21 @@ func startManager(t testing.TB, ns string, opts controllers.Options) *running {
 // through wrap first (e.g. to count its requests), when wrap is not nil.
 func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config)) *running {
 	t.Helper()
+	return startManagerLoggingTo(t, ns, opts, wrap, nil)
+}
+
+// startManagerLogging is startManager with the manager's log (info and
+// errors: what a deployment logs by default) collected for the test.
+func startManagerLogging(t testing.TB, ns string, opts controllers.Options) (*running, *logLines) {
+	t.Helper()
+	logs := &logLines{}
+	return startManagerLoggingTo(t, ns, opts, nil, logs), logs
+}
+
+// startManagerLoggingTo is startManagerWith with the manager's log written
+// to logs, when logs is not nil.
+func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config), logs *logLines) *running {
+	t.Helper()
 	ctrlCfg := manager.Options{Concurrency: 4}.ControllerConfig()
 	// Several managers run in one process over the tests' lifetime.
 	ctrlCfg.SkipNameValidation = ptr.To(true)
@@ -111,13 +128,17 @@ func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap fu
 	if wrap != nil {
 		wrap(cfg)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Controller:             ctrlCfg,
-	})
+	}
+	if logs != nil {
+		mgrOpts.Logger = zap.New(zap.WriteTo(logs), zap.Level(zapcore.InfoLevel))
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +163,35 @@ func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap fu
 	}()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// logLines collects a manager's log (JSON, one entry a line).
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// matching returns the entries containing each of subs.
+func (l *logLines) matching(subs ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		ok := line != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(line, s)
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // testOptions are the defaults with the given timeouts overridden.

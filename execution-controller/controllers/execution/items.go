@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +39,25 @@ import (
 // Execution that controls them, so an execution lists its items from the
 // cache without a label scan.
 const OwnerIndex = "terrace.dev/execution"
+
+// ItemNameIndex is the field index of executions by the object names of the
+// deploy items their spec maps to ("<exec>-<item>", see ItemObjectName), so
+// the events of a deploy item that holds such a name for someone else (a
+// namesake the execution waits for, see nameTaken) reach that execution from
+// the cache, without an API request.
+const ItemNameIndex = "terrace.dev/deploy-item-name"
+
+func indexItemNames(o client.Object) []string {
+	exec, ok := o.(*lsv1alpha1.Execution)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(exec.Spec.DeployItems))
+	for _, t := range exec.Spec.DeployItems {
+		out = append(out, ItemObjectName(exec.Name, t.Name))
+	}
+	return out
+}
 
 func indexOwner(o client.Object) []string {
 	ref := metav1.GetControllerOf(o)
@@ -335,7 +355,8 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 //
 // A write the API server refuses for good (a namesake the execution does not
 // control, a template it rejects) is returned as a configProblem: the job
-// fails with it instead of retrying for ever.
+// fails with it instead of retrying for ever. A name held by a namesake on its
+// way out is returned as nameTaken: the job waits (see waitForName).
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
 	log := logf.FromContext(ctx)
 	orphansLeft := len(orphansOf(s)) > 0
@@ -389,28 +410,68 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 	return nil
 }
 
-// waitForName records in the running job's Progressing condition (reason
-// DeployItemNameTaken, still True) that the job waits for a namesake to go,
-// with a Warning event when that is news; syncItems restores the condition
-// once every item of the job could be created.
-func (r *Reconciler) waitForName(s *scope, msg string) {
+// nameTaken is what createItem returns when the item's name is held by a
+// namesake on its way out (see ReasonDeployItemNameTaken). It is no failure
+// and no error either: the job merely waits, and an error would be retried
+// with back-off and logged as a failed reconcile on every retry. It travels
+// up as an error value only so that syncItems stops at it (as at a
+// configProblem); runJob turns it into a normal result (waitForName).
+type nameTaken struct{ msg string }
+
+func (w nameTaken) Error() string { return w.msg }
+
+// nameWait separates a nameTaken outcome from the real errors: it returns
+// the wait, or err (nil for a wait).
+func nameWait(err error) (*nameTaken, error) {
+	var w nameTaken
+	if errors.As(err, &w) {
+		return &w, nil
+	}
+	return nil, err
+}
+
+// DefaultNameRecheck is the default of Reconciler.NameRecheck.
+const DefaultNameRecheck = time.Minute
+
+func (r *Reconciler) nameRecheck() time.Duration {
+	if r.NameRecheck > 0 {
+		return r.NameRecheck
+	}
+	return DefaultNameRecheck
+}
+
+// waitForName is the result of a reconcile whose job waits for a namesake to
+// go (w): it records that in the running job's Progressing condition (reason
+// DeployItemNameTaken, still True), with a Warning event and an info log line
+// when that is news (syncItems restores the condition once every item of the
+// job could be created). The namesake's events wake the execution (its
+// controller's watch, or namesakeWaiters); the requeue after NameRecheck is
+// only a safety net should one be missed.
+func (r *Reconciler) waitForName(ctx context.Context, s *scope, w *nameTaken) ctrl.Result {
+	log := logf.FromContext(ctx)
+	res := ctrl.Result{RequeueAfter: r.nameRecheck()}
 	st := &s.exec.Status
 	c := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
 	if c == nil || c.Status != metav1.ConditionTrue {
-		return // no job start recorded: nothing to say it on
+		// No job start recorded: nothing to say it on.
+		log.V(1).Info("waiting for a namesake deploy item to go", "message", w.msg)
+		return res
 	}
-	news := c.Reason != ReasonDeployItemNameTaken || c.Message != msg
+	if c.Reason == ReasonDeployItemNameTaken && c.Message == w.msg {
+		log.V(1).Info("still waiting for a namesake deploy item to go", "message", w.msg)
+		return res
+	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonDeployItemNameTaken, Message: msg,
+		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonDeployItemNameTaken, Message: w.msg,
 		ObservedGeneration: st.ObservedGeneration,
 	})
-	if news {
-		// Once written, like every event: not repeated on each retry.
-		s.afterStatus = append(s.afterStatus, func(context.Context) error {
-			r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonDeployItemNameTaken, "CreateDeployItem", "%s", msg)
-			return nil
-		})
-	}
+	// Once written, like every event: not repeated on each reconcile.
+	s.afterStatus = append(s.afterStatus, func(ctx context.Context) error {
+		logf.FromContext(ctx).Info("waiting for a namesake deploy item to go", "message", w.msg)
+		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonDeployItemNameTaken, "CreateDeployItem", "%s", w.msg)
+		return nil
+	})
+	return res
 }
 
 // nameFree restores the job's Progressing condition that waitForName changed.
@@ -451,13 +512,15 @@ const (
 )
 
 // unstampOnProblem removes the reconcile-time stamp from the items this
-// reconcile created stamped when the job fails with a configProblem before
-// they were handed the job: they will not get it, and a stamp left behind
-// would fail them with a false PickupTimeout later. Other errors are
+// reconcile created stamped when the job fails with a configProblem, or waits
+// for a namesake to go (nameTaken), before they were handed the job: they will
+// not get it (or not now: the hand-over stamps them again), and a stamp left
+// behind would fail them with a false PickupTimeout later. Other errors are
 // returned as they are (the reconcile is retried and hands the job over).
 func (r *Reconciler) unstampOnProblem(ctx context.Context, s *scope, err error) error {
 	var problem configProblem
-	if !errors.As(err, &problem) {
+	var wait nameTaken
+	if !errors.As(err, &problem) && !errors.As(err, &wait) {
 		return err
 	}
 	for _, n := range s.stamped {
@@ -525,13 +588,14 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 					s.exec.Namespace, name, t.Name, s.exec.Name, controllerName(live),
 					firstCause(map[string]*lsv1alpha1.DeployItem{name: live}, []string{name}))}
 			}
-			// Retried with back-off; the namesake's changes (owner mapped
-			// by name) wake this execution too. Said in the job's
-			// Progressing condition, so the wait is not silent.
-			err := fmt.Errorf("deploy item %s/%s (item %s) is taken by a DeployItem of %s that is being deleted, "+
-				"or will be with its owner; waiting for it to go", s.exec.Namespace, name, t.Name, controllerName(live))
-			r.waitForName(s, err.Error())
-			return false, err
+			// The job waits (no error: see nameTaken). The namesake's
+			// changes wake this execution: through its controller's watch
+			// when that is an earlier execution of this name, otherwise
+			// through namesakeWaiters. Said in the job's Progressing
+			// condition, so the wait is not silent.
+			return false, nameTaken{fmt.Sprintf("deploy item %s/%s (item %s) is taken by a DeployItem of %s that is "+
+				"being deleted, or will be with its owner; waiting for it to go", s.exec.Namespace, name, t.Name,
+				controllerName(live))}
 		}
 		if ref == nil || ref.UID != s.exec.UID {
 			return false, configProblem{ReasonDeployItemNameConflict, fmt.Errorf(

@@ -446,7 +446,11 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 			// to retry it, once per job, as a deletion job does (InitDelete).
 			err = r.retryFailedOrphans(pctx, s)
 		}
+		wait, err := nameWait(err)
 		tracing.EndStep(span, err)
+		if wait != nil {
+			return r.waitForName(ctx, s, wait), nil
+		}
 		if r.failOnConfigProblem(ctx, s, err) {
 			return ctrl.Result{}, nil
 		}
@@ -475,6 +479,13 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		var err error
 		if st.LastError == nil {
 			err = r.syncItems(pctx, s, true)
+		}
+		var wait *nameTaken
+		if wait, err = nameWait(err); wait != nil {
+			// Nothing further starts until the item is created, as before
+			// an error; but the job only waits (see nameTaken).
+			tracing.EndStep(span, nil)
+			return r.waitForName(ctx, s, wait), nil
 		}
 		var problem configProblem
 		if errors.As(err, &problem) {

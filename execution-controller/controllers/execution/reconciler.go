@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -26,7 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/metrics"
@@ -68,6 +71,11 @@ type Reconciler struct {
 	// OwnerRecheck is how often a deleted execution waiting for its
 	// installation's deletion job re-reads it; zero: DefaultOwnerRecheck.
 	OwnerRecheck time.Duration
+	// NameRecheck is how often a job waiting for a namesake deploy item to
+	// go (DeployItemNameTaken) is reconciled without an event; zero:
+	// DefaultNameRecheck. A safety net only: the namesake's events wake the
+	// execution.
+	NameRecheck time.Duration
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
 
@@ -107,6 +115,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.DeployItem{}, OwnerIndex, indexOwner); err != nil {
 		return fmt.Errorf("indexing deploy items by execution: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.Execution{}, ItemNameIndex, indexItemNames); err != nil {
+		return fmt.Errorf("indexing executions by deploy item name: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
@@ -115,7 +126,39 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		For(&lsv1alpha1.Execution{}).
 		// Item status (phase, jobIDFinished, exportRef) drives the job.
 		Owns(&lsv1alpha1.DeployItem{}).
+		// A namesake a job waits for (DeployItemNameTaken) is not always
+		// the waiting execution's own item: its events go to the execution
+		// whose item name it holds, too.
+		Watches(&lsv1alpha1.DeployItem{}, handler.EnqueueRequestsFromMapFunc(r.namesakeWaiters)).
 		Complete(r)
+}
+
+// namesakeWaiters maps a deploy item to the executions (other than its
+// controller, which Owns maps it to) whose spec maps an item to its name: one
+// of them may wait for it to go (DeployItemNameTaken), and its deletion, or
+// its failed deletion, must wake that execution. The owner reference
+// reaches only the item's own controller (say execution "app-db" for
+// "app-db-main", where "app" waits for its item "db-main"), or nothing when
+// the controller is no Execution. Read from the cache's index: an event of an
+// item that holds no one else's name maps to nothing, and costs no request.
+func (r *Reconciler) namesakeWaiters(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &lsv1alpha1.ExecutionList{}
+	// Only names and UIDs are read: no copy of the cached objects needed.
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{ItemNameIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "listing executions by deploy item name", "deployItem", o.GetName())
+		return nil
+	}
+	ref := metav1.GetControllerOf(o)
+	var out []reconcile.Request
+	for i := range list.Items {
+		e := &list.Items[i]
+		if ref != nil && ref.UID == e.UID {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e)})
+	}
+	return out
 }
 
 // scope is the state of one reconcile.
