@@ -168,16 +168,17 @@ func goingNamesake(g Gomega, ns, name, owner, uid string) *lsv1alpha1.DeployItem
 	return di
 }
 
-// releaseNamesake removes the finalizer of a namesake and waits until it is
-// gone (the waiting execution may have created its own item of that name by then).
-func releaseNamesake(g Gomega, di *lsv1alpha1.DeployItem) {
-	uid := di.UID
-	g.Expect(env.Client.Patch(ctx, di, client.RawPatch("application/merge-patch+json",
+// releaseNamesake removes the finalizer of a namesake (a DeployItem or a
+// DataObject) and waits until it is gone (the waiting execution may have
+// written its own object of that name by then).
+func releaseNamesake(g Gomega, o client.Object) {
+	uid := o.GetUID()
+	g.Expect(env.Client.Patch(ctx, o, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 	g.Eventually(func() bool {
-		cur := &lsv1alpha1.DeployItem{}
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(di), cur)
-		return apierrors.IsNotFound(err) || (err == nil && cur.UID != uid)
+		cur := o.DeepCopyObject().(client.Object)
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), cur)
+		return apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != uid)
 	}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
 }
 
@@ -342,6 +343,95 @@ func TestForeignExportsDataObjectFailsTheJob(t *testing.T) {
 	g.Expect(string(cur.Data.RawMessage)).To(Equal(`"theirs"`))
 	g.Expect(cur.OwnerReferences).To(HaveLen(1))
 	g.Expect(getExec(g, exec).Status.ExportReference).To(BeNil())
+}
+
+// goingDataObject creates the DataObject name in ns, controlled by a kind
+// owner (uid) that is gone, and deletes it; its finalizer holds it (standing
+// for whoever still needs it) until the test releases it (releaseNamesake).
+func goingDataObject(g Gomega, ns, name, kind, owner, uid string) *lsv1alpha1.DataObject {
+	do := &lsv1alpha1.DataObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{"test.terrace.dev/hold"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: kind, Name: owner,
+				UID: types.UID(uid), Controller: ptr.To(true),
+			}}},
+		Data: lsv1alpha1.AnyJSON{RawMessage: json.RawMessage(`"earlier"`)},
+	}
+	g.Expect(env.Client.Create(ctx, do)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, do)).To(Succeed())
+	return do
+}
+
+// An exports DataObject "<execution>-exports" on its way out (being deleted;
+// here held by a finalizer) is waited for as a namesake deploy item is, not
+// retried as an error: no "Reconciler error" (retried with back-off and
+// logged on every retry), but one info line, a Warning event, and the job's
+// Progressing condition (reason DataObjectNameTaken) says why it waits. Its
+// deletion wakes the execution through the watch of DataObjects, not through
+// the safety-net requeue (an hour here), whoever controls it: an earlier
+// execution of the same name (gone), or an installation. The exports are then
+// written anew and the job succeeds.
+func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
+	ns := newNamespace(t)
+	_, logs := startManagerLogging(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	g := NewWithT(t)
+
+	earlier := goingDataObject(g, ns, "again-exports", "Execution", "again", "0b7e4c1e-6666-4222-8333-444455556666")
+	foreign := goingDataObject(g, ns, "inst-exports", "Installation", "inst", "0b7e4c1e-7777-4222-8333-444455556666")
+	again := newExecution(ns, "again", mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"again"`)}))
+	inst := newExecution(ns, "inst", mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"inst"`)}))
+	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+
+	waits := func(name string) []string {
+		return logs.matching(`"msg":"waiting for a namesake exports DataObject to go"`, ns+"/"+name)
+	}
+	errs := func(name string) []string { return logs.matching(`"Reconciler error"`, ns+"/"+name) }
+	cases := []struct {
+		exec       *lsv1alpha1.Execution
+		namesake   *lsv1alpha1.DataObject
+		controller string
+		value      string
+	}{{again, earlier, "Execution again", `"again"`}, {inst, foreign, "Installation inst", `"inst"`}}
+	for _, c := range cases {
+		g.Eventually(func(g Gomega) {
+			cur := getExec(g, c.exec)
+			g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseCompleting))
+			p := meta.FindStatusCondition(cur.Status.Conditions, execution.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(p.Reason).To(Equal(execution.ReasonDataObjectNameTaken))
+			g.Expect(p.Message).To(ContainSubstring(ns + "/" + c.namesake.Name))
+			g.Expect(p.Message).To(ContainSubstring(c.controller))
+			g.Expect(cur.Status.LastError).To(BeNil(), "waiting is no failure")
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, c.exec.Name) }).
+			WithTimeout(eventually).WithPolling(poll).
+			Should(ContainElement(corev1.EventTypeWarning + "/" + execution.ReasonDataObjectNameTaken))
+		g.Eventually(func(g Gomega) {
+			g.Expect(errs(c.namesake.Name)).To(BeEmpty(), "the wait is no reconcile error")
+			g.Expect(waits(c.namesake.Name)).NotTo(BeEmpty(), "the wait is logged")
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+	}
+
+	releaseNamesake(g, earlier)
+	releaseNamesake(g, foreign)
+	for _, c := range cases {
+		g.Eventually(func(g Gomega) {
+			cur := getExec(g, c.exec)
+			g.Expect(cur.Status.JobIDFinished).To(Equal(cur.Status.JobID), "the job of %s goes on", c.exec.Name)
+			g.Expect(cur.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded), "lastError: %+v", cur.Status.LastError)
+			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, execution.ConditionProgressing).Reason).
+				To(Equal(execution.ReasonSucceeded))
+			g.Expect(cur.Status.ExportReference).To(Equal(&lsv1alpha1.ObjectReference{Name: c.namesake.Name, Namespace: ns}))
+			do := &lsv1alpha1.DataObject{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c.namesake), do)).To(Succeed())
+			g.Expect(string(do.Data.RawMessage)).To(MatchJSON(`{"a":` + c.value + `}`))
+			g.Expect(metav1.GetControllerOf(do).UID).To(Equal(cur.UID))
+		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		g.Expect(errs(c.namesake.Name)).To(BeEmpty())
+		g.Expect(waits(c.namesake.Name)).To(HaveLen(1), "logged once, not on every reconcile")
+	}
 }
 
 // An orphan whose deletion failed (its Target was missing) is asked to retry

@@ -36,9 +36,9 @@ type Options struct {
 	// which this controller, caching no installations, gets no event.
 	OwnerRecheck time.Duration
 	// NameRecheck is how often a job that waits for a namesake deploy item
-	// to go (DeployItemNameTaken) is reconciled without an event (zero:
-	// execution.DefaultNameRecheck). A safety net: the namesake's own events
-	// wake the execution.
+	// or exports DataObject to go (DeployItemNameTaken, DataObjectNameTaken)
+	// is reconciled without an event (zero: execution.DefaultNameRecheck). A
+	// safety net: the namesake's own events wake the execution.
 	NameRecheck time.Duration
 }
 

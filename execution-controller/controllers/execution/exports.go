@@ -72,7 +72,14 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)
 	if err == nil && !ownedBy(cur, s.exec) {
 		if cur.DeletionTimestamp != nil {
-			return fmt.Errorf("exports DataObject %s/%s is being deleted; waiting to write it anew", cur.Namespace, name)
+			// Its deletion frees the name: the job waits (no error: see
+			// namesakeWait), and says so in its Progressing condition. The
+			// deletion's events wake this execution (namesakeWaiters, from
+			// the index of exports names); a foreign DataObject that is not
+			// being deleted fails the job below.
+			return dataObjectNameTaken(fmt.Sprintf("exports DataObject %s/%s: the name is held by a DataObject "+
+				"controlled by %s that is being deleted; waiting for it to go to write the exports anew",
+				cur.Namespace, name, controllerName(cur)))
 		}
 		if !exportsOfThisName(cur, s.exec) {
 			// Someone else's DataObject of that name (say an installation's
@@ -82,6 +89,11 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 				"exports DataObject %s/%s exists and is controlled by %s; it is left alone: rename the execution or that DataObject",
 				cur.Namespace, name, controllerName(cur))}
 		}
+	}
+	if err == nil || apierrors.IsNotFound(err) {
+		// The name is free, or this execution's: the job no longer waits
+		// for it (should it have).
+		nameFree(s, ReasonDataObjectNameTaken)
 	}
 	switch {
 	case err == nil && ownedBy(cur, s.exec) && sameData(cur.Data.RawMessage, data):

@@ -43,9 +43,24 @@ const OwnerIndex = "terrace.dev/execution"
 // ItemNameIndex is the field index of executions by the object names of the
 // deploy items their spec maps to ("<exec>-<item>", see ItemObjectName), so
 // the events of a deploy item that holds such a name for someone else (a
-// namesake the execution waits for, see nameTaken) reach that execution from
-// the cache, without an API request.
+// namesake the execution waits for, see namesakeWait) reach that execution
+// from the cache, without an API request.
 const ItemNameIndex = "terrace.dev/deploy-item-name"
+
+// ExportsNameIndex is the field index of executions by the name of their
+// exports DataObject (see ExportsObjectName; a shortened name cannot be
+// mapped back), so the events of a DataObject of that name held by someone
+// else (one being deleted the execution waits for, see namesakeWait) reach
+// that execution from the cache, without an API request.
+const ExportsNameIndex = "terrace.dev/exports-name"
+
+func indexExportsName(o client.Object) []string {
+	exec, ok := o.(*lsv1alpha1.Execution)
+	if !ok {
+		return nil
+	}
+	return []string{ExportsObjectName(exec.Name)}
+}
 
 func indexItemNames(o client.Object) []string {
 	exec, ok := o.(*lsv1alpha1.Execution)
@@ -356,7 +371,7 @@ func sameJSON(a, b *runtime.RawExtension) bool {
 // A write the API server refuses for good (a namesake the execution does not
 // control, a template it rejects) is returned as a configProblem: the job
 // fails with it instead of retrying for ever. A name held by a namesake on its
-// way out is returned as nameTaken: the job waits (see waitForName).
+// way out is returned as a namesakeWait: the job waits (see waitForName).
 func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) error {
 	log := logf.FromContext(ctx)
 	orphansLeft := len(orphansOf(s)) > 0
@@ -406,24 +421,46 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 			return r.unstampOnProblem(ctx, s, err)
 		}
 	}
-	nameFree(s)
+	nameFree(s, ReasonDeployItemNameTaken)
 	return nil
 }
 
-// nameTaken is what createItem returns when the item's name is held by a
-// namesake on its way out (see ReasonDeployItemNameTaken). It is no failure
-// and no error either: the job merely waits, and an error would be retried
-// with back-off and logged as a failed reconcile on every retry. It travels
-// up as an error value only so that syncItems stops at it (as at a
-// configProblem); runJob turns it into a normal result (waitForName).
-type nameTaken struct{ msg string }
+// namesakeWait is what a write returns when the name of the object it is to
+// write is held by a namesake on its way out: a deploy item (createItem,
+// ReasonDeployItemNameTaken) or the exports DataObject (gatherExports,
+// ReasonDataObjectNameTaken). It is no failure and no error either: the job
+// merely waits, and an error would be retried with back-off and logged as a
+// failed reconcile on every retry. It travels up as an error value only so
+// that the phase stops at it (as at a configProblem); runJob turns it into a
+// normal result (waitForName).
+type namesakeWait struct {
+	// reason is the Progressing condition's reason meanwhile, and the
+	// Warning event's; action is the event's action.
+	reason, action string
+	// logMsg is the log line's message (fixed per reason, so the line can be
+	// searched for); msg says which object waits for which.
+	logMsg, msg string
+}
 
-func (w nameTaken) Error() string { return w.msg }
+func (w namesakeWait) Error() string { return w.msg }
 
-// nameWait separates a nameTaken outcome from the real errors: it returns
+// deployItemNameTaken: a deploy item's name is held by a namesake on its way out.
+func deployItemNameTaken(msg string) namesakeWait {
+	return namesakeWait{reason: ReasonDeployItemNameTaken, action: "CreateDeployItem",
+		logMsg: "waiting for a namesake deploy item to go", msg: msg}
+}
+
+// dataObjectNameTaken: the exports DataObject's name is held by a namesake
+// being deleted.
+func dataObjectNameTaken(msg string) namesakeWait {
+	return namesakeWait{reason: ReasonDataObjectNameTaken, action: "WriteExports",
+		logMsg: "waiting for a namesake exports DataObject to go", msg: msg}
+}
+
+// nameWait separates a namesakeWait outcome from the real errors: it returns
 // the wait, or err (nil for a wait).
-func nameWait(err error) (*nameTaken, error) {
-	var w nameTaken
+func nameWait(err error) (*namesakeWait, error) {
+	var w namesakeWait
 	if errors.As(err, &w) {
 		return &w, nil
 	}
@@ -442,42 +479,43 @@ func (r *Reconciler) nameRecheck() time.Duration {
 
 // waitForName is the result of a reconcile whose job waits for a namesake to
 // go (w): it records that in the running job's Progressing condition (reason
-// DeployItemNameTaken, still True), with a Warning event and an info log line
-// when that is news (syncItems restores the condition once every item of the
-// job could be created). The namesake's events wake the execution (its
-// controller's watch, or namesakeWaiters); the requeue after NameRecheck is
-// only a safety net should one be missed.
-func (r *Reconciler) waitForName(ctx context.Context, s *scope, w *nameTaken) ctrl.Result {
+// w.reason, still True), with a Warning event and an info log line when that
+// is news (nameFree restores the condition once the name is free). The
+// namesake's events wake the execution (its controller's watch, or
+// namesakeWaiters); the requeue after NameRecheck is only a safety net should
+// one be missed.
+func (r *Reconciler) waitForName(ctx context.Context, s *scope, w *namesakeWait) ctrl.Result {
 	log := logf.FromContext(ctx)
 	res := ctrl.Result{RequeueAfter: r.nameRecheck()}
 	st := &s.exec.Status
 	c := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		// No job start recorded: nothing to say it on.
-		log.V(1).Info("waiting for a namesake deploy item to go", "message", w.msg)
+		log.V(1).Info(w.logMsg, "message", w.msg)
 		return res
 	}
-	if c.Reason == ReasonDeployItemNameTaken && c.Message == w.msg {
-		log.V(1).Info("still waiting for a namesake deploy item to go", "message", w.msg)
+	if c.Reason == w.reason && c.Message == w.msg {
+		log.V(1).Info("still "+w.logMsg, "message", w.msg)
 		return res
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonDeployItemNameTaken, Message: w.msg,
+		Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: w.reason, Message: w.msg,
 		ObservedGeneration: st.ObservedGeneration,
 	})
 	// Once written, like every event: not repeated on each reconcile.
 	s.afterStatus = append(s.afterStatus, func(ctx context.Context) error {
-		logf.FromContext(ctx).Info("waiting for a namesake deploy item to go", "message", w.msg)
-		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonDeployItemNameTaken, "CreateDeployItem", "%s", w.msg)
+		logf.FromContext(ctx).Info(w.logMsg, "message", w.msg)
+		r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, w.reason, w.action, "%s", w.msg)
 		return nil
 	})
 	return res
 }
 
-// nameFree restores the job's Progressing condition that waitForName changed.
-func nameFree(s *scope) {
+// nameFree restores the job's Progressing condition that waitForName changed
+// for a wait of reason once that name is free.
+func nameFree(s *scope, reason string) {
 	st := &s.exec.Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Reason != ReasonDeployItemNameTaken {
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Reason != reason {
 		return
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -504,22 +542,25 @@ func (e configProblem) Unwrap() error { return e.error }
 // ReasonDeployItemNameTaken: the job waits for such a namesake that is on
 // its way out (being deleted, or of an earlier execution of the same name)
 // to go (the Progressing condition's reason meanwhile, and a Warning event).
+// ReasonDataObjectNameTaken: the same for the exports DataObject: the job
+// waits for a namesake being deleted to go, to write its exports anew.
 const (
 	ReasonDeployItemNameConflict = "DeployItemNameConflict"
 	ReasonDeployItemNameTaken    = "DeployItemNameTaken"
 	ReasonDeployItemInvalid      = "DeployItemInvalid"
 	ReasonDataObjectNameConflict = "DataObjectNameConflict"
+	ReasonDataObjectNameTaken    = "DataObjectNameTaken"
 )
 
 // unstampOnProblem removes the reconcile-time stamp from the items this
 // reconcile created stamped when the job fails with a configProblem, or waits
-// for a namesake to go (nameTaken), before they were handed the job: they will
+// for a namesake to go (namesakeWait), before they were handed the job: they will
 // not get it (or not now: the hand-over stamps them again), and a stamp left
 // behind would fail them with a false PickupTimeout later. Other errors are
 // returned as they are (the reconcile is retried and hands the job over).
 func (r *Reconciler) unstampOnProblem(ctx context.Context, s *scope, err error) error {
 	var problem configProblem
-	var wait nameTaken
+	var wait namesakeWait
 	if !errors.As(err, &problem) && !errors.As(err, &wait) {
 		return err
 	}
@@ -588,14 +629,14 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 					s.exec.Namespace, name, t.Name, s.exec.Name, controllerName(live),
 					firstCause(map[string]*lsv1alpha1.DeployItem{name: live}, []string{name}))}
 			}
-			// The job waits (no error: see nameTaken). The namesake's
+			// The job waits (no error: see namesakeWait). The namesake's
 			// changes wake this execution: through its controller's watch
 			// when that is an earlier execution of this name, otherwise
 			// through namesakeWaiters. Said in the job's Progressing
 			// condition, so the wait is not silent.
-			return false, nameTaken{fmt.Sprintf("deploy item %s/%s (item %s) is taken by a DeployItem of %s that is "+
-				"being deleted, or will be with its owner; waiting for it to go", s.exec.Namespace, name, t.Name,
-				controllerName(live))}
+			return false, deployItemNameTaken(fmt.Sprintf("deploy item %s/%s (item %s) is taken by a DeployItem of %s "+
+				"that is being deleted, or will be with its owner; waiting for it to go", s.exec.Namespace, name, t.Name,
+				controllerName(live)))
 		}
 		if ref == nil || ref.UID != s.exec.UID {
 			return false, configProblem{ReasonDeployItemNameConflict, fmt.Errorf(

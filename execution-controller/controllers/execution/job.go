@@ -480,10 +480,10 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 		if st.LastError == nil {
 			err = r.syncItems(pctx, s, true)
 		}
-		var wait *nameTaken
+		var wait *namesakeWait
 		if wait, err = nameWait(err); wait != nil {
 			// Nothing further starts until the item is created, as before
-			// an error; but the job only waits (see nameTaken).
+			// an error; but the job only waits (see namesakeWait).
 			tracing.EndStep(span, nil)
 			return r.waitForName(ctx, s, wait), nil
 		}
@@ -516,8 +516,13 @@ func (r *Reconciler) runJob(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	if st.Phase == lsv1alpha1.PhaseCompleting {
 		pctx, span := startPhase(ctx, lsv1alpha1.PhaseCompleting)
-		err := r.gatherExports(pctx, s)
+		wait, err := nameWait(r.gatherExports(pctx, s))
 		tracing.EndStep(span, err)
+		if wait != nil {
+			// The exports DataObject's namesake is being deleted: written
+			// once it is gone (see namesakeWait).
+			return r.waitForName(ctx, s, wait), nil
+		}
 		var problem exportProblem
 		if errors.As(err, &problem) {
 			r.failJob(ctx, s, OperationReconcile, ReasonExportsFailed, problem.Error(), lsv1alpha1.ErrorConfigurationProblem)

@@ -71,10 +71,10 @@ type Reconciler struct {
 	// OwnerRecheck is how often a deleted execution waiting for its
 	// installation's deletion job re-reads it; zero: DefaultOwnerRecheck.
 	OwnerRecheck time.Duration
-	// NameRecheck is how often a job waiting for a namesake deploy item to
-	// go (DeployItemNameTaken) is reconciled without an event; zero:
-	// DefaultNameRecheck. A safety net only: the namesake's events wake the
-	// execution.
+	// NameRecheck is how often a job waiting for a namesake deploy item or
+	// exports DataObject to go (DeployItemNameTaken, DataObjectNameTaken) is
+	// reconciled without an event; zero: DefaultNameRecheck. A safety net
+	// only: the namesake's events wake the execution.
 	NameRecheck time.Duration
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
@@ -118,6 +118,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.Execution{}, ItemNameIndex, indexItemNames); err != nil {
 		return fmt.Errorf("indexing executions by deploy item name: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &lsv1alpha1.Execution{}, ExportsNameIndex, indexExportsName); err != nil {
+		return fmt.Errorf("indexing executions by exports DataObject name: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
@@ -129,36 +132,48 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// A namesake a job waits for (DeployItemNameTaken) is not always
 		// the waiting execution's own item: its events go to the execution
 		// whose item name it holds, too.
-		Watches(&lsv1alpha1.DeployItem{}, handler.EnqueueRequestsFromMapFunc(r.namesakeWaiters)).
+		Watches(&lsv1alpha1.DeployItem{}, handler.EnqueueRequestsFromMapFunc(r.namesakeWaiters(ItemNameIndex))).
+		// Likewise a DataObject of an exports name being deleted
+		// (DataObjectNameTaken): no execution controls it, or not the one
+		// waiting. The informer is the one the exports' cached read
+		// (gatherExports) uses anyway: no further objects are cached.
+		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.namesakeWaiters(ExportsNameIndex))).
 		Complete(r)
 }
 
-// namesakeWaiters maps a deploy item to the executions (other than its
-// controller, which Owns maps it to) whose spec maps an item to its name: one
-// of them may wait for it to go (DeployItemNameTaken), and its deletion, or
-// its failed deletion, must wake that execution. The owner reference
-// reaches only the item's own controller (say execution "app-db" for
-// "app-db-main", where "app" waits for its item "db-main"), or nothing when
-// the controller is no Execution. Read from the cache's index: an event of an
-// item that holds no one else's name maps to nothing, and costs no request.
-func (r *Reconciler) namesakeWaiters(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &lsv1alpha1.ExecutionList{}
-	// Only names and UIDs are read: no copy of the cached objects needed.
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{ItemNameIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "listing executions by deploy item name", "deployItem", o.GetName())
-		return nil
-	}
-	ref := metav1.GetControllerOf(o)
-	var out []reconcile.Request
-	for i := range list.Items {
-		e := &list.Items[i]
-		if ref != nil && ref.UID == e.UID {
-			continue
+// namesakeWaiters maps an object (a deploy item, or a DataObject) to the
+// executions that write an object of its name, other than its controller (Owns
+// maps an item to it; an execution's own exports DataObject changes by its own
+// writes, which need not wake it): found through index, ItemNameIndex
+// (the items their spec maps to) or ExportsNameIndex (their exports). One of
+// them may wait for it to go (DeployItemNameTaken, DataObjectNameTaken), and
+// its deletion, or an item's failed deletion, must wake that execution. The
+// owner reference reaches only the object's own controller (say execution
+// "app-db" for "app-db-main", where "app" waits for its item "db-main"; an
+// installation for a DataObject it exports), or nothing when the controller
+// is no Execution. Read from the cache's index: an event of an object that
+// holds no one else's name maps to nothing, and costs no request.
+func (r *Reconciler) namesakeWaiters(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &lsv1alpha1.ExecutionList{}
+		// Only names and UIDs are read: no copy of the cached objects needed.
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
+			client.MatchingFields{index: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+			logf.FromContext(ctx).Error(err, "listing executions by the name of an object they write",
+				"index", index, "name", o.GetName())
+			return nil
 		}
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e)})
+		ref := metav1.GetControllerOf(o)
+		var out []reconcile.Request
+		for i := range list.Items {
+			e := &list.Items[i]
+			if ref != nil && ref.UID == e.UID {
+				continue
+			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e)})
+		}
+		return out
 	}
-	return out
 }
 
 // scope is the state of one reconcile.
