@@ -27,11 +27,13 @@ const MaxDocumentDecodeBytes = 2 * MaxRenderBytes
 
 // budget is what one render may still use: bytes of MaxRenderBytes, steps
 // of MaxSteps, time until its deadline, and the output writer (whose room
-// bounds what a value printed may be).
+// bounds what a value printed may be); and the levels the template calls
+// under way nest (depth, see MaxNesting).
 type budget struct {
 	left     int64
 	held     int64
 	steps    int64
+	depth    int64
 	deadline time.Time
 	out      *limitedWriter
 }
@@ -41,6 +43,7 @@ func (b *budget) reset(out *limitedWriter) {
 	b.left = MaxRenderBytes
 	b.held = 0
 	b.steps = maxSteps
+	b.depth = 0
 	b.deadline = time.Now().Add(timeout)
 	b.out = out
 }
@@ -329,9 +332,12 @@ func init() {
 		return checkPrinted(nil, name, keys)
 	}
 	argChecks["printf"] = checkPrintf
-	// toYaml and fromYaml hold what they allocate while they run (yaml.go).
+	// toYaml, fromYaml and fromJson hold what they allocate while they run
+	// (yaml.go, json.go).
 	argChecks["toYaml"] = checkToYaml
 	argChecks["fromYaml"] = checkFromYaml
+	argChecks["fromJson"] = checkFromJSON
+	argChecks["mustFromJson"] = checkFromJSON
 }
 
 // flatten spreads a variadic function's last argument (the slice of the

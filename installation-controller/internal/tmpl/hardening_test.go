@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,15 +24,23 @@ func render(tpl string, values map[string]any) (map[string]any, error) {
 }
 
 // wantRenderError fails t unless err is a render error whose cause has want,
-// and returns the line it names.
+// and does not name a function the renderer inserted (steps.go: they are not
+// the template's), and returns the line it names.
 func wantRenderError(t *testing.T, err error, want string) int {
 	t.Helper()
 	var te *Error
 	if !errors.As(err, &te) || te.Stage != "render" || !strings.Contains(te.Cause, want) {
 		t.Fatalf("err = %v; want a render error containing %q", err, want)
 	}
+	if name := insertedName.FindString(te.Cause); name != "" {
+		t.Errorf("error %q names the inserted function %s", te.Cause, name)
+	}
 	return te.Line
 }
+
+// insertedName finds the name of any function steps.go inserts (listed
+// here, not taken from tmpl.go's hiddenNames, which missed terraceTick).
+var insertedName = regexp.MustCompile(strings.Join([]string{stepFunc, tickFunc, rangeFunc, outputFunc, enterFunc, leaveFunc}, "|"))
 
 // allocated is the memory f allocated (process-wide: the tests in this
 // package do not run in parallel).
@@ -272,13 +281,16 @@ func TestRenderStepsAreLimited(t *testing.T) {
 }
 
 // A render also stops at its deadline, checked at every step and before
-// every function call (a few slow functions need no loop).
+// every function call (a few slow functions need no loop), and at the start
+// of every template a template calls (a template calling itself twice
+// below runs 2^26 calls, far more than the deadline allows).
 func TestRenderTimeIsLimited(t *testing.T) {
 	defer func(old time.Duration) { timeout = old }(timeout)
 	timeout = 30 * time.Millisecond
 	cases := map[string]string{
 		"steps":          `a: {{ range until 3000 }}{{ range until 1000 }}{{ end }}{{ end }}1`,
 		"function calls": `a: 1` + strings.Repeat(`{{ $_ := bcrypt "x" }}`, 30),
+		"recursion":      `{{ define "r" }}{{ if gt . 0 }}{{ template "r" (sub . 1) }}{{ template "r" (sub . 1) }}{{ end }}{{ end }}a: 1{{ template "r" 25 }}`,
 	}
 	for name, tpl := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -292,9 +304,62 @@ func TestRenderTimeIsLimited(t *testing.T) {
 	}
 }
 
+// A render nests template calls and if, with and range blocks at most
+// MaxNesting levels deep, all counted alike. text/template stops only at
+// 100 000 calls: a template calling itself took a 64 MiB stack to get there
+// (the stack limit here, 32 MiB, makes that a fatal error), and one calling
+// itself inside ten nested withs overflowed Go's limit of 1 GiB, a fatal
+// error that would crash-loop the controller. And an error unwinds nested
+// ranges in time growing with the square of their depth (8 000 took 10 s,
+// past any deadline), so blocks nested in one template count too.
+func TestNestingIsLimited(t *testing.T) {
+	limitStack(t)
+	const want = "the template nests template calls and if, with and range blocks more than 1000 levels deep, the limit of one render"
+	nested := func(n int, open, inner string) string {
+		return strings.Repeat(open, n) + inner + strings.Repeat("{{ end }}", n)
+	}
+	// The line named is that of the call or block past the limit.
+	cases := map[string]string{
+		"calling itself":           "{{ define \"r\" }}\n{{ template \"r\" . }}{{ end }}\n{{ template \"r\" . }}a: 1",
+		"calling itself in blocks": "{{ define \"r\" }}{{ with . }}{{ range list 1 }}{{ if true }}\n{{ template \"r\" $ }}{{ end }}{{ end }}{{ end }}{{ end }}{{ template \"r\" 1 }}a: 1",
+		"calling itself in withs":  "{{ define \"r\" }}" + nested(10, "{{ with . }}", "\n{{ template \"r\" . }}") + "{{ end }}{{ template \"r\" 1 }}a: 1",
+		"calling itself in else":   "{{ define \"r\" }}{{ if eq . 0 }}{{ else if eq . 1 }}{{ else if eq . 2 }}{{ else }}\n{{ template \"r\" . }}{{ end }}{{ end }}{{ template \"r\" 3 }}a: 1",
+		"calling each other":       "{{ define \"a\" }}{{ template \"b\" . }}{{ end }}{{ define \"b\" }}\n{{ template \"a\" . }}{{ end }}{{ template \"a\" . }}a: 1",
+		"block":                    "{{ block \"r\" . }}\n{{ template \"r\" . }}{{ end }}a: 1",
+		// No recursion: two templates of 600 nested blocks each, one
+		// calling the other.
+		"calls of nested blocks": "{{ define \"a\" }}" + nested(600, "{{ with . }}", "\n{{ template \"b\" . }}") + "{{ end }}{{ define \"b\" }}" +
+			nested(600, "{{ if . }}", "x") + "{{ end }}{{ template \"a\" 1 }}a: 1",
+		// No call at all: the template is refused before it runs.
+		"nested blocks": "{{ $u := list 1 }}" + nested(1000, "{{ range $u }}", "\n{{ range $u }}{{ end }}") + "a: 1",
+	}
+	for name, tpl := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := render(tpl, nil)
+			if line := wantRenderError(t, err, want); line != 2 {
+				t.Errorf("line = %d, want 2 (%s)", line, err)
+			}
+		})
+	}
+	// Within the limit, calls and blocks run as before: here 500 calls,
+	// the first nesting one level, the 499 others two each (the if and the
+	// call), and the if in the last: 1000 levels. One call more is refused.
+	recursion := `{{ define "r" }}{{ if gt . 0 }}{{ template "r" (sub . 1) }}{{ end }}x{{ end }}a: "{{ template "r" 499 }}"`
+	out, err := render(recursion, nil)
+	if err != nil || out["a"] != strings.Repeat("x", 500) {
+		t.Errorf("500 calls: out = %v, err = %v", out, err)
+	}
+	_, err = render(strings.Replace(recursion, "499", "500", 1), nil)
+	wantRenderError(t, err, want)
+	out, err = render("{{ $u := list 1 }}"+nested(1000, "{{ range $u }}", "x")+"a: 1", nil)
+	if err != nil || out["xa"] != float64(1) {
+		t.Errorf("1000 nested ranges: out = %v, err = %v", out, err)
+	}
+}
+
 // The inserted functions are not the template's: it cannot call them.
 func TestInsertedFunctionsCannotBeCalled(t *testing.T) {
-	for _, tpl := range []string{`a: {{ ` + stepFunc + ` }}`, `a: {{ ` + outputFunc + ` 1 }}`, `a: {{ 1 | ` + outputFunc + ` }}`} {
+	for _, tpl := range []string{`a: {{ ` + stepFunc + ` }}`, `a: {{ ` + outputFunc + ` 1 }}`, `a: {{ 1 | ` + outputFunc + ` }}`, `a: {{ ` + leaveFunc + ` 1000 }}`} {
 		_, err := render(tpl, nil)
 		var te *Error
 		if !errors.As(err, &te) || te.Stage != "parse" || !strings.Contains(te.Cause, "not defined") {

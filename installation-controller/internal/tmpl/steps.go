@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"text/template"
 	"text/template/parse"
 	"time"
@@ -22,6 +23,18 @@ const (
 	// (internal/mapping): a backstop for steps that are slow (functions
 	// such as genPrivateKey or bcrypt take tens of milliseconds or more).
 	Timeout = 5 * time.Second
+	// MaxNesting is how deeply a render may nest template calls and if,
+	// with and range blocks, all counted alike (see instrument). Each is a
+	// few frames of text/template's recursion on the render's stack, and
+	// text/template limits only the calls, at 100 000: a template calling
+	// itself took a 64 MiB stack to get there, and one calling itself
+	// inside ten nested withs overflowed the 1 GiB stack Go allows, a
+	// fatal error that no recover catches, which would crash-loop the
+	// controller. And an error (the deadline's too) unwinds nested ranges
+	// in time growing with the square of their depth, beyond any
+	// deadline: 8 000 took 10 s, 2 000 half a second. Real templates
+	// nest a few dozen levels; values nest at most 1000 (maxDepth).
+	MaxNesting = 1000
 )
 
 // maxSteps and timeout are MaxSteps and Timeout; tests lower them.
@@ -41,6 +54,8 @@ const (
 	tickFunc   = "terraceTick"
 	rangeFunc  = "terraceRange"
 	outputFunc = "terraceOutput"
+	enterFunc  = "terraceEnter"
+	leaveFunc  = "terraceLeave"
 	stepVar    = "$-step"
 )
 
@@ -50,6 +65,28 @@ func errSteps() error {
 
 func errTimeout() error {
 	return fmt.Errorf("the template ran longer than %s, the limit of one render", timeout)
+}
+
+func errNesting() error {
+	return fmt.Errorf("the template nests template calls and if, with and range blocks more than %d levels deep, the limit of one render", MaxNesting)
+}
+
+// enter counts, before a template call, the levels it nests (see
+// instrument), failing if they and the inner levels of the template it
+// calls would nest deeper than MaxNesting; leave, after the call returned,
+// takes them off again. A call that fails ends the render, so no leave that
+// matters is missed.
+func (b *budget) enter(levels, inner int) (bool, error) {
+	b.depth += int64(levels)
+	if b.depth+int64(inner) > MaxNesting {
+		return true, errNesting()
+	}
+	return true, nil
+}
+
+func (b *budget) leave(levels int) bool {
+	b.depth -= int64(levels)
+	return true
 }
 
 // step counts one step of the render and fails it past maxSteps or the
@@ -132,6 +169,8 @@ func hidden(b *budget) template.FuncMap {
 		tickFunc:   func() (bool, error) { return true, b.checkTime() },
 		rangeFunc:  b.ranging,
 		outputFunc: b.output,
+		enterFunc:  b.enter,
+		leaveFunc:  b.leave,
 	}
 }
 
@@ -150,42 +189,106 @@ func hidden(b *budget) template.FuncMap {
 //     passes its value through terraceOutput ({{ pipeline | terraceOutput }}),
 //     the only way text/template writes a value (text nodes are the
 //     template's own text; {{ template }} prints through the actions of the
-//     template it calls, which are rewritten too).
+//     template it calls, which are rewritten too);
+//   - each template call ({{ template "name" pipeline }}) is put between
+//     {{ $-step := terraceEnter n m }} and {{ $-step := terraceLeave n }},
+//     n being the levels the call nests (itself and the if, with and range
+//     blocks it is in, else branches included: an {{ else if }} is an if
+//     inside the else), m the most blocks the template it calls nests. The
+//     calls under way and the blocks of the last one may nest MaxNesting
+//     levels in all, and so a render never nests deeper, without a count
+//     per block at run time.
 //
-// It runs after Parse and before Execute, on the trees Execute runs; nothing
-// a template does at run time can add a tree (text/template cannot parse
-// from within a template), so the calls cannot be bypassed.
-func instrument(t *template.Template) {
-	done := map[*parse.Tree]bool{}
+// A template whose blocks alone nest deeper than MaxNesting is refused
+// (instrument returns the error). It runs after Parse and before Execute, on
+// the trees Execute runs; nothing a template does at run time can add a tree
+// (text/template cannot parse from within a template), so the calls cannot
+// be bypassed.
+func instrument(t *template.Template) error {
+	// How deeply each tree's blocks nest, and so each template's, by its
+	// name (the calls name them).
+	trees := map[*parse.Tree]int{}
+	nests := map[string]int{}
 	for _, tt := range t.Templates() {
-		if tt.Tree == nil || tt.Root == nil || done[tt.Tree] {
+		if tt.Tree == nil || tt.Root == nil {
 			continue
 		}
-		done[tt.Tree] = true
-		instrumentList(tt.Tree, tt.Root)
-		tt.Root.Nodes = append([]parse.Node{stepNode(tt.Tree, tt.Root.Pos)}, tt.Root.Nodes...)
+		n, ok := trees[tt.Tree]
+		if !ok {
+			var deep parse.Node
+			if n, deep = nesting(tt.Root, 0); deep != nil {
+				location, _ := tt.ErrorContext(deep)
+				return fmt.Errorf("template: %s: %w", location, errNesting())
+			}
+			trees[tt.Tree] = n
+		}
+		nests[tt.Name()] = n
 	}
+	for tree := range trees {
+		instrumentList(tree, tree.Root, 0, nests)
+		tree.Root.Nodes = append([]parse.Node{stepNode(tree, tree.Root.Pos)}, tree.Root.Nodes...)
+	}
+	return nil
 }
 
-func instrumentList(tree *parse.Tree, l *parse.ListNode) {
+// nesting is how deeply the if, with and range blocks in l nest, l being
+// nested in blocks of them already, or the first block nested deeper than
+// MaxNesting (where it stops looking).
+func nesting(l *parse.ListNode, blocks int) (int, parse.Node) {
+	if l == nil {
+		return blocks, nil
+	}
+	most := blocks
+	for _, n := range l.Nodes {
+		var branches *parse.BranchNode
+		switch n := n.(type) {
+		case *parse.IfNode:
+			branches = &n.BranchNode
+		case *parse.WithNode:
+			branches = &n.BranchNode
+		case *parse.RangeNode:
+			branches = &n.BranchNode
+		default:
+			continue
+		}
+		if blocks+1 > MaxNesting {
+			return 0, n
+		}
+		for _, branch := range []*parse.ListNode{branches.List, branches.ElseList} {
+			d, deep := nesting(branch, blocks+1)
+			if deep != nil {
+				return 0, deep
+			}
+			most = max(most, d)
+		}
+	}
+	return most, nil
+}
+
+// instrumentList rewrites l, a list nested in blocks if, with and range
+// blocks of tree; nests are how deeply the templates' blocks nest.
+func instrumentList(tree *parse.Tree, l *parse.ListNode, blocks int, nests map[string]int) {
 	if l == nil {
 		return
 	}
+	calls := 0
 	for _, n := range l.Nodes {
 		switch n := n.(type) {
 		case *parse.ActionNode:
 			if len(n.Pipe.Decl) == 0 {
 				n.Pipe.Cmds = append(n.Pipe.Cmds, command(tree, n.Pos, outputFunc))
 			}
+		case *parse.TemplateNode:
+			calls++
 		case *parse.IfNode:
-			instrumentList(tree, n.List)
-			instrumentList(tree, n.ElseList)
+			instrumentList(tree, n.List, blocks+1, nests)
+			instrumentList(tree, n.ElseList, blocks+1, nests)
 		case *parse.WithNode:
-			instrumentList(tree, n.List)
-			instrumentList(tree, n.ElseList)
+			instrumentList(tree, n.List, blocks+1, nests)
+			instrumentList(tree, n.ElseList, blocks+1, nests)
 		case *parse.RangeNode:
-			instrumentList(tree, n.List)
-			instrumentList(tree, n.ElseList)
+			instrumentList(tree, n.List, blocks+1, nests)
+			instrumentList(tree, n.ElseList, blocks+1, nests)
 			n.Pipe.Cmds = append(n.Pipe.Cmds, command(tree, n.Pos, rangeFunc))
 			// Every iteration checks the deadline first: a body that calls
 			// no function of the FuncMap and prints nothing (text/template's
@@ -198,6 +301,19 @@ func instrumentList(tree *parse.Tree, l *parse.ListNode) {
 			}
 		}
 	}
+	if calls == 0 {
+		return
+	}
+	nodes := make([]parse.Node, 0, len(l.Nodes)+2*calls)
+	for _, n := range l.Nodes {
+		if call, ok := n.(*parse.TemplateNode); ok {
+			// A template not defined fails the call anyway.
+			nodes = append(nodes, countNode(tree, call.Pos, enterFunc, blocks+1, nests[call.Name]), call, countNode(tree, call.Pos, leaveFunc, blocks+1))
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	l.Nodes = nodes
 }
 
 // command is a pipeline command calling fn, located at pos so that an error
@@ -218,4 +334,14 @@ func declNode(tree *parse.Tree, pos parse.Pos, fn string) *parse.ActionNode {
 	v := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: pos, Ident: []string{stepVar}}
 	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Decl: []*parse.VariableNode{v}, Cmds: []*parse.CommandNode{command(tree, pos, fn)}}
 	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: pipe}
+}
+
+// countNode is {{ $-step := fn n... }}.
+func countNode(tree *parse.Tree, pos parse.Pos, fn string, n ...int) *parse.ActionNode {
+	a := declNode(tree, pos, fn)
+	cmd := a.Pipe.Cmds[0]
+	for _, i := range n {
+		cmd.Args = append(cmd.Args, &parse.NumberNode{NodeType: parse.NodeNumber, Pos: pos, IsInt: true, Int64: int64(i), Text: strconv.Itoa(i)})
+	}
+	return a
 }

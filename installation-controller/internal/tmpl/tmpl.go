@@ -153,7 +153,9 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	// The step counter and the output check go in after parsing, so the
 	// template cannot name them (steps.go).
 	t.Funcs(fs.hidden)
-	instrument(t)
+	if err := instrument(t); err != nil {
+		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
+	}
 	var buf bytes.Buffer
 	w := &limitedWriter{w: &buf, left: MaxOutputBytes}
 	fs.budget.reset(w)
@@ -215,10 +217,10 @@ func cleanCause(err error) string {
 }
 
 // hiddenCall is text/template's "at <fn>: error calling fn: " of the
-// inserted functions.
-var hiddenCall = regexp.MustCompile(` at <(?:` + hiddenNames + `)>: error calling (?:` + hiddenNames + `): `)
+// inserted functions ("at <fn n m>" for those with arguments).
+var hiddenCall = regexp.MustCompile(` at <(?:` + hiddenNames + `)(?: \d+)*>: error calling (?:` + hiddenNames + `): `)
 
-const hiddenNames = stepFunc + `|` + rangeFunc + `|` + outputFunc
+const hiddenNames = stepFunc + `|` + tickFunc + `|` + rangeFunc + `|` + outputFunc + `|` + enterFunc + `|` + leaveFunc
 
 // snippet quotes up to two lines either side of line (1-based in text),
 // numbering them as lines of the file (offset added).
