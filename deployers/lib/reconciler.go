@@ -254,6 +254,9 @@ type scope struct {
 	target *lsv1alpha1.Target
 	// targetErr is a problem with the item's Target, reported when the job runs.
 	targetErr error
+	// targetMissing: targetErr is the Target's absence, which a failed install
+	// job says how to recover from (missingTargetHint).
+	targetMissing bool
 
 	removeAnnotations []string
 	// setAnnotations are written with the metadata patch (the trace context
@@ -558,6 +561,7 @@ func (r *Reconciler) checkResponsibility(ctx context.Context, s *scope) (bool, e
 			return false, fmt.Errorf("reading Target %s/%s: %w", s.item.Namespace, ref.Name, err)
 		}
 		s.targetErr = ConfigError(ReasonTargetNotFound, "spec.target: Target %s/%s not found", s.item.Namespace, ref.Name)
+		s.targetMissing = true
 		return !selective, nil
 	}
 	// The Target is kept also when the selector does not match: a
@@ -1095,10 +1099,14 @@ func (r *Reconciler) finish(s *scope, phase lsv1alpha1.Phase) {
 // (its reason) it emits the transition: Failed, or DeleteFailed for a
 // deletion.
 func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
-	if operation == OperationDelete {
+	switch {
+	case operation == OperationDelete:
 		// Every failed deletion says how to go on (the finalizer stays
 		// until one of the two happens).
 		message += deleteFailedHint
+	case s.targetMissing && reason == ReasonTargetNotFound:
+		// The job has ended: a Target created now does not restart it.
+		message += missingTargetHint
 	}
 	r.finish(s, lsv1alpha1.PhaseFailed)
 	r.setError(s, operation, reason, message, codes)
@@ -1110,6 +1118,11 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 		r.event(s, corev1.EventTypeWarning, transition, "job %s ended Failed (%s)", s.item.Status.JobID, reason)
 	}
 }
+
+// missingTargetHint ends the lastError message of an install job that failed
+// because its Target does not exist.
+var missingTargetHint = fmt.Sprintf("; create it, then retry with the annotation %s: %s (or let the next job of the item's execution pick it up)",
+	lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
 
 // deleteFailedHint ends the lastError message of every failed deletion.
 var deleteFailedHint = fmt.Sprintf("; fix the cause and retry the deletion with the annotation %s: %s, or annotate the item with %s: \"true\" to delete it without uninstalling",

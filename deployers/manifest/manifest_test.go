@@ -370,7 +370,7 @@ users: [{name: u, user: {token: x}}]
 		{"wrong-target-type", "wrong-type", v2(`"manifests":[]`),
 			lib.ReasonTargetType, lsv1alpha1.ErrorConfigurationProblem, "wrong-type"},
 		{"missing-target", "nope", v2(`"manifests":[]`),
-			lib.ReasonTargetNotFound, lsv1alpha1.ErrorConfigurationProblem, "spec.target"},
+			lib.ReasonTargetNotFound, lsv1alpha1.ErrorConfigurationProblem, "spec.target: Target " + ns + "/nope not found; create it, then retry with the annotation landscaper.gardener.cloud/operation: reconcile"},
 		{"rejected", "t", v2(`"manifests":[{"manifest":` + cm(ns, "Bad_Name", nil) + `}]`),
 			manifest.ReasonRejected, lsv1alpha1.ErrorConfigurationProblem, "spec.config.manifests[0].manifest"},
 		{"unknown-kind", "t", v2(`"manifests":[{"manifest":{"apiVersion":"example.org/v1","kind":"Widget","metadata":{"name":"w"}}}]`),
