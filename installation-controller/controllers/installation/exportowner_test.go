@@ -204,22 +204,21 @@ func TestInvalidExportNameFails(t *testing.T) {
 
 // An export whose object belongs to an installation that is gone waits for
 // garbage collection (envtest runs none: the test deletes it) instead of
-// failing, and then writes the object as its own.
+// failing, saying so in its Ready condition, and then writes the object as
+// its own (woken by the deletion: see also
+// TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob).
 func TestExportWaitsForObjectOfGoneOwner(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	goneOwner := metav1.OwnerReference{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "Installation", Name: "old", UID: "00000000-0000-0000-0000-000000000001", Controller: ptrTo(true)}
 	create(g, &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-out", OwnerReferences: []metav1.OwnerReference{goneOwner}},
 		Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))})
 	inst := newInstallation(ns, "p", exportingBlueprint("new"), reconcileAnnotation...)
 	inst.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "p-out"}}
 	create(g, inst)
-	g.Eventually(getInst(ns, "p"), timeout, interval).Should(And(
-		HaveField("Status.LastError.Reason", "TransientError"),
-		HaveField("Status.LastError.Message", ContainSubstring("belongs to installation old, which is gone"))),
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(And(waitsForName(lsv1alpha1.PhaseCompleting, "DataObject", ns, "p-out"),
+		HaveField("Status.Conditions", ContainElement(HaveField("Message", ContainSubstring("it belongs to installation old, which is gone"))))),
 		func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
 	i, _ := getInst(ns, "p")()
-	g.Expect(i.Status.JobIDFinished).NotTo(Equal(i.Status.JobID), "waiting does not end the job")
 
 	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "p-out")})).To(Succeed())
 	g.Eventually(getInst(ns, "p"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "p")(); return lastError(i) })

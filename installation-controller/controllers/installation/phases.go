@@ -257,10 +257,11 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 		return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
 	}
 	// An object on its way out (deleted, or its controlling installation
-	// gone and garbage collection about to delete it) frees the name: retry.
-	// Only this rare path reads more (from the cache).
+	// gone and garbage collection about to delete it) frees the name: the
+	// job waits for it to go (nameTaken: no error), and its deletion wakes
+	// the job (nameWaits). Only this rare path reads more (from the cache).
 	if obj.GetDeletionTimestamp() != nil {
-		return fmt.Errorf("%s: %s %s is being deleted; waiting to write it anew", w.what, kind, obj.GetName())
+		return nameTaken(w, kind, obj, "it is being deleted")
 	}
 	if ctrl != nil && isInstallationRef(*ctrl, ctrl.Name) {
 		owner, fresh := w.fresh["Installation/"+ctrl.Name].(*lsv1alpha1.Installation)
@@ -271,7 +272,7 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 		}
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && owner.UID != ctrl.UID):
-			return fmt.Errorf("%s: %s %s belongs to installation %s, which is gone; waiting for garbage collection to delete it", w.what, kind, obj.GetName(), ctrl.Name)
+			return nameTaken(w, kind, obj, fmt.Sprintf("it belongs to installation %s, which is gone: garbage collection deletes it", ctrl.Name))
 		case err != nil:
 			return fmt.Errorf("reading installation %s, owner of %s %s: %w", ctrl.Name, kind, obj.GetName(), err)
 		case noLongerExportedBy(owner, kind, obj), w.scope == owner.Name && noLongerImportedBy(owner, obj):

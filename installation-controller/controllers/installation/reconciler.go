@@ -164,6 +164,9 @@ type Reconciler struct {
 	// gone remembers the sub-installations of a job confirmed gone
 	// (confirmMissing), so they are read and reported once per job.
 	gone goneSubs
+	// waits remembers the DataObjects and Targets the running jobs wait for
+	// to go (nameTaken), whose events wake them.
+	waits nameWaits
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -216,9 +219,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// children (a deleted child waiting for its deletion job runs its
 		// own once its parent went without handing one over).
 		Watches(&lsv1alpha1.Installation{}, handler.Funcs{DeleteFunc: r.wakeOnDeletion}).
-		// An import appearing or changing wakes its importers.
-		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(dataKey))).
-		Watches(&lsv1alpha1.Target{}, handler.EnqueueRequestsFromMapFunc(r.importersOf(targetKey))).
+		// An import appearing or changing wakes its importers; an object
+		// going wakes the jobs waiting for its name.
+		Watches(&lsv1alpha1.DataObject{}, handler.EnqueueRequestsFromMapFunc(r.importersAndWaiters(dataKey))).
+		Watches(&lsv1alpha1.Target{}, handler.EnqueueRequestsFromMapFunc(r.importersAndWaiters(targetKey))).
 		Complete(r)
 }
 
@@ -245,9 +249,14 @@ func (r *Reconciler) wakeOnDeletion(ctx context.Context, e event.DeleteEvent, q 
 	}
 }
 
-func (r *Reconciler) importersOf(key func(string) string) handler.MapFunc {
+// importersAndWaiters maps a DataObject or Target to the installations
+// importing it and to those whose job waits for it to go (nameWaits): its
+// deletion frees the name their export or context copy is written under.
+func (r *Reconciler) importersAndWaiters(key func(string) string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrl.Request {
-		return r.requestsFor(ctx, o.GetNamespace(), ImportsIndex, []string{key(o.GetName())}, "")
+		k := key(o.GetName())
+		reqs := r.requestsFor(ctx, o.GetNamespace(), ImportsIndex, []string{k}, "")
+		return append(reqs, r.waits.waiters(o.GetNamespace(), k)...)
 	}
 }
 
@@ -401,6 +410,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.clock.Forget(key)
 	r.replaced.Forget(key)
 	r.gone.forget(key)
+	r.waits.set(key, nil)
 	if r.Rechecks != nil {
 		r.Rechecks.Forget(key)
 	}
@@ -760,6 +770,14 @@ type outcome struct {
 	next lsv1alpha1.Phase
 	// waitMsg says what the phase waits for (with next == "").
 	waitMsg string
+	// notice, with waitMsg, says a wait that may last (on someone else's
+	// object) once, when it starts (a Warning event and an info line); nil
+	// for the waits of a job's course (predecessors, sub-objects), which
+	// the Ready condition alone shows.
+	notice *waitNotice
+	// waitOn, with waitMsg, is the DataObject or Target whose events end
+	// the wait (nameWaits); nil when other watches cover it.
+	waitOn *waitedObject
 	// gone: the installation's finalizer was removed.
 	gone bool
 }
@@ -842,6 +860,14 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 	}
 	pctx, span := tracing.StartStep(ctx, tracer(), Kind, string(phase), tracing.AttrPhase.String(string(phase)))
 	out, err := fn(pctx, s)
+	var w *waiting
+	if errors.As(err, &w) {
+		// A wait met deep inside the phase: the phase waits (see waiting).
+		out, err = w.out, nil
+	}
+	// Recorded anew on every run of a phase, so the record goes with the
+	// wait.
+	r.waits.set(key(inst), out.waitOn)
 	if out.waitMsg != "" {
 		span.SetAttributes(AttrWaitingFor.String(out.waitMsg))
 	}
@@ -885,12 +911,28 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 		r.metrics.JobFinished(ReasonDeleted, took)
 		r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
 		return ctrl.Result{}, true, false, nil
+	case out.next == "" && r.wentMeanwhile(ctx, inst.Namespace, out.waitOn):
+		// The object went between the phase's read and the record of the
+		// wait, whose wake-up it may have missed: the phase runs again at
+		// once instead of waiting for a re-check.
+		log.V(1).Info("what the phase would wait for is gone already; running it again", "for", out.waitMsg)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, true, false, nil
 	case out.next == "":
 		delay := r.Rechecks.When(key(inst))
 		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
 		// Say what the job waits for (written only when it changes), so a
 		// stall is never silent.
-		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg))
+		msg := fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg)
+		news := !readyIs(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
+		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
+		if n := out.notice; n != nil && news {
+			// Once, when the wait starts (or changes), not on every
+			// reconcile: after the status write that shows it.
+			s.onWritten(func() {
+				log.Info(n.logMsg, "reason", n.reason, "for", out.waitMsg)
+				r.Recorder.Eventf(inst, nil, "Warning", n.reason, string(phase), "%s", msg)
+			})
+		}
 		return ctrl.Result{RequeueAfter: delay}, true, false, nil
 	}
 	r.Rechecks.Forget(key(inst))
@@ -915,16 +957,27 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 }
 
 func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > 32768 {
-		msg = msg[:32768]
-	}
 	apimeta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
 		Type:               lsv1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             reason,
-		Message:            msg,
+		Message:            readyMessage(msg),
 		ObservedGeneration: inst.Generation,
 	})
+}
+
+// readyIs reports whether the Ready condition is what setReady would write.
+func readyIs(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) bool {
+	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
+	return c != nil && c.Status == status && c.Reason == reason && c.Message == readyMessage(msg)
+}
+
+// readyMessage cuts a message to the length the Ready condition keeps.
+func readyMessage(msg string) string {
+	if len(msg) > 32768 {
+		return msg[:32768]
+	}
+	return msg
 }
 
 // setLastError records lastError and reports whether it changed.

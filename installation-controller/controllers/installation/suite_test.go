@@ -1,8 +1,10 @@
 package installation_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -97,6 +99,7 @@ func startManager(t testing.TB) {
 			Scheme:     scheme,
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: opts.ControllerConfig(),
+			Logger:     managerLogger(),
 		})
 		if err != nil {
 			mgrErr = err
@@ -137,6 +140,49 @@ func startManager(t testing.TB) {
 	if mgrErr != nil {
 		t.Fatal(mgrErr)
 	}
+}
+
+// managerLog holds what the shared manager logged, for the tests that check
+// what a job logs (or does not: a "Reconciler error" for a mere wait). Each
+// test finds its own lines by its namespace.
+var managerLog = &logLines{}
+
+// managerLogger logs what a deployment logs by default (info and errors, as
+// JSON) into managerLog; with TEST_LOG set, debug lines too, and to stderr
+// as well.
+func managerLogger() logr.Logger {
+	if os.Getenv("TEST_LOG") == "" {
+		return crzap.New(crzap.WriteTo(managerLog))
+	}
+	return crzap.New(crzap.UseDevMode(true), crzap.JSONEncoder(), crzap.WriteTo(io.MultiWriter(managerLog, os.Stderr)))
+}
+
+// logLines is a log sink collecting JSON lines.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// of returns the lines the reconciles of installation ns/name logged with
+// message msg (controller-runtime names the request in every line of a
+// reconcile, "Reconciler error" included).
+func (l *logLines) of(ns, name, msg string) []string {
+	want := []string{fmt.Sprintf(`"msg":%q`, msg), fmt.Sprintf(`"Installation":{"name":%q,"namespace":%q}`, name, ns)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.buf.String()) {
+		if strings.Contains(line, want[0]) && strings.Contains(line, want[1]) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // setup starts the controllers (once) and creates a namespace for the test.

@@ -1,0 +1,131 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// ReasonExportNameTaken: a Warning event when a job starts to wait for a
+// DataObject or Target on its way out (being deleted, or left by an
+// installation that is gone for garbage collection to delete) that holds the
+// name of one of its exports or context copies (claim). The Ready condition
+// (reason Waiting) says the same for as long as the job waits.
+const ReasonExportNameTaken = "ExportNameTaken"
+
+// waitNotice says a wait that may last, on someone else's object, once when
+// it starts: a Warning event of reason and an info log line of logMsg.
+type waitNotice struct{ reason, logMsg string }
+
+// nameTakenNotice is the notice of a wait for a name (nameTaken).
+var nameTakenNotice = &waitNotice{reason: ReasonExportNameTaken, logMsg: "job waits for a DataObject or Target name to be free"}
+
+// waiting is what a step deep inside a phase returns when the phase must
+// wait, say a write whose name is held by an object on its way out
+// (nameTaken). It is no error: it travels up as one only so that the phase
+// stops at it, and runOnePhase turns it into the phase's wait outcome (Ready
+// reason Waiting, re-checks as a safety net). As an error it would be
+// retried with the controller's back-off (doubling up to about 16 minutes
+// apart), logged as a "Reconciler error" on every retry, and shown only as a
+// TransientError.
+type waiting struct{ out outcome }
+
+func (w *waiting) Error() string { return "waiting for " + w.out.waitMsg }
+
+// waitedObject is a DataObject or Target a waiting job needs gone: its
+// events wake the installation (nameWaits).
+type waitedObject struct {
+	kind, name string
+	uid        types.UID
+}
+
+// key is the object's index key ("data/<name>", "target/<name>").
+func (o *waitedObject) key() string {
+	if o.kind == "Target" {
+		return targetKey(o.name)
+	}
+	return dataKey(o.name)
+}
+
+func (o *waitedObject) newObject() client.Object {
+	if o.kind == "Target" {
+		return &lsv1alpha1.Target{}
+	}
+	return &lsv1alpha1.DataObject{}
+}
+
+// nameTaken is the wait of write w, whose object name is held by obj (a
+// DataObject or Target, kind) on its way out (why): the name is free once
+// obj is gone, and the write goes through then.
+func nameTaken(w contextWrite, kind string, obj client.Object, why string) error {
+	return &waiting{out: outcome{
+		waitMsg: fmt.Sprintf("%s %s/%s to go (%s); %s is written once it is gone",
+			kind, obj.GetNamespace(), obj.GetName(), why, w.what),
+		notice: nameTakenNotice,
+		waitOn: &waitedObject{kind: kind, name: obj.GetName(), uid: obj.GetUID()},
+	}}
+}
+
+// nameWaits remembers which installation's job waits for which DataObject
+// or Target to go, so that the object's events (its deletion) wake it. The
+// watches find an object's importers by index, but the waiting writer
+// imports nothing of that name, and no index finds it from the name either:
+// a context copy's name may be hashed, and which copies an installation
+// writes depends on its blueprint's defaults. What a phase waits for is
+// recorded each time it runs (runOnePhase), so the record lasts as long as
+// the wait. It is kept in memory, as the cache is: a restarted controller
+// reconciles every installation, and the waiting ones record their wait
+// again. A lookup costs no request.
+type nameWaits struct {
+	mu sync.Mutex
+	by map[types.NamespacedName]*waitedObject
+}
+
+// set records that the installation inst waits for o; nil: for nothing.
+func (n *nameWaits) set(inst types.NamespacedName, o *waitedObject) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if o == nil {
+		delete(n.by, inst)
+		return
+	}
+	if n.by == nil {
+		n.by = map[types.NamespacedName]*waitedObject{}
+	}
+	n.by[inst] = o
+}
+
+// waiters returns the installations in ns waiting for the object of index
+// key k to go (a handful at most: the map holds waiting jobs only).
+func (n *nameWaits) waiters(ns, k string) []ctrl.Request {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var reqs []ctrl.Request
+	for inst, o := range n.by {
+		if inst.Namespace == ns && o.key() == k {
+			reqs = append(reqs, ctrl.Request{NamespacedName: inst})
+		}
+	}
+	return reqs
+}
+
+// wentMeanwhile reports whether o, which the installation's phase waits for
+// (in namespace ns), is gone from the cache, or replaced, since the phase
+// read it. Recorded only after that read, the wait may have missed the
+// object's deletion event: then nothing would wake the job but a re-check.
+// A cache read, on the rare path of a wait.
+func (r *Reconciler) wentMeanwhile(ctx context.Context, ns string, o *waitedObject) bool {
+	if o == nil {
+		return false
+	}
+	cur := o.newObject()
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, cur)
+	return apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != o.uid)
+}
