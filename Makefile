@@ -218,7 +218,7 @@ e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own lo
 	cd e2e && go test $(TEST_FLAGS) ./suite/ -ginkgo.v
 
 .PHONY: test-local-env
-test-local-env: build-control-plane build ## Smoke-test the local environment (make up, a claim provisioned end to end, make down).
+test-local-env: build-control-plane build ## Smoke-test the local environment (make up, manifests dry-run, a claim end to end, make demo, crash recovery, make down).
 	hack/local-env-smoke.sh
 
 ##@ Performance
@@ -230,6 +230,9 @@ bench: build-control-plane build ## Benchmark whole jobs across every binary in 
 	go run ./bench/cmd/terrace-bench $(BENCH_FLAGS)
 
 ##@ Tools
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Install the pinned controller-gen and golangci-lint into bin/tools (make generate and make verify do it when needed).
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_BIN)

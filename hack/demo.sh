@@ -39,13 +39,25 @@ job_finished() {
 kubectl get --raw /readyz >/dev/null 2>&1 || { echo "the local environment is not running: make up" >&2; exit 1; }
 
 # `hack/demo.sh clean` (make demo-clean) removes the demo in dependency order:
-# the root installations first (their deployers need the Targets and Secrets to
-# uninstall), then the claim (its target, SpaceRequest and namespace follow),
-# then the namespace. Deleting the namespace first would delete the Targets
-# under the installations and leave them DeleteFailed.
+# every root installation in the namespace first - the demo's and any the user
+# added while trying things out - (their deployers need the Targets and Secrets
+# to uninstall; sub-installations go with their roots), then the claim (its
+# target, SpaceRequest and namespace follow), then the namespace. Deleting the
+# namespace first would delete the Targets under the installations and leave
+# them DeleteFailed.
 if [[ "${1:-}" == clean ]]; then
   step "removing the demo"
-  kubectl -n "${NS}" delete installation landscape team-app --ignore-not-found --timeout="${TIMEOUT}s"
+  roots="$(kubectl -n "${NS}" get installations -l '!landscaper.gardener.cloud/encompassed-by' -o name 2>/dev/null || true)"
+  if [[ -n "${roots}" ]]; then
+    # shellcheck disable=SC2086 # one argument per installation
+    if ! kubectl -n "${NS}" delete ${roots} --ignore-not-found --timeout="${TIMEOUT}s"; then
+      echo "some installations in ${NS} did not finish deleting:" >&2
+      kubectl -n "${NS}" get installations >&2 || true
+      echo "an installation that ended DeleteFailed says why in status.lastError; if its deployer cannot uninstall (say its Target is gone)," >&2
+      echo "annotate its deploy items with landscaper.gardener.cloud/delete-without-uninstall=true and the root installation with landscaper.gardener.cloud/operation=reconcile" >&2
+      exit 1
+    fi
+  fi
   kubectl -n "${NS}" delete dtc team-env --ignore-not-found --timeout="${TIMEOUT}s"
   kubectl delete namespace "${NS}" landscape-app --ignore-not-found --timeout="${TIMEOUT}s"
   # Cluster-scoped: it would make whoever creates the ServiceAccount

@@ -219,6 +219,9 @@ start_control_plane() {
     --unsafe-no-fsync
   wait_for etcd 60 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
 
+  # --endpoint-reconciler-type none: the advertise address is loopback, which
+  # the "kubernetes" Service's Endpoints may not hold (kube-apiserver logged
+  # that every 10 s); nothing here runs pods that would use that Service.
   start kube-apiserver "${K8S_BIN}/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
@@ -229,11 +232,16 @@ start_control_plane() {
     --service-account-signing-key-file "${PKI}/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 \
     --authorization-mode RBAC \
-    --allow-privileged=true
+    --allow-privileged=true \
+    --endpoint-reconciler-type none
   write_kubeconfig "${KUBECONFIG_ADMIN}" terrace-admin admin admin
   wait_for kube-apiserver 120 kubectl_admin get --raw /readyz
 
   write_kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" system:kube-controller-manager kube-controller-manager kube-controller-manager
+  # --authentication-skip-lookup: kube-apiserver has no front-proxy CA, and
+  # kube-controller-manager logged its absence from the cluster's
+  # authentication ConfigMap every few seconds; its own endpoint (healthz
+  # only, here) needs no request-header authentication.
   start kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
     --kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
@@ -242,6 +250,7 @@ start_control_plane() {
     --service-account-private-key-file "${PKI}/sa.key" \
     --root-ca-file "${PKI}/ca.crt" \
     --use-service-account-credentials \
+    --authentication-skip-lookup \
     --leader-elect=false
   wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:${KCM_PORT}/healthz"
 }
