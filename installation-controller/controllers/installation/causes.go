@@ -15,8 +15,8 @@ import (
 // -> a"), short enough for the Message column of `kubectl get -o wide`.
 const maxCauseMessage = 300
 
-// causeMarker separates a SubObjectsFailed message's list of failed
-// sub-objects from the cause; a parent finds its child's cause after it
+// causeMarker separates a SubObjectsFailed (or SubObjectsDeleteFailed)
+// message's list of failed sub-objects from the cause; a parent finds its child's cause after it
 // (subObjectFailure.cause), so the deepest cause travels up the tree.
 const causeMarker = "; cause: "
 
@@ -29,22 +29,39 @@ type subObjectFailure struct {
 
 func (f subObjectFailure) String() string { return fmt.Sprintf("%s %s (%s)", f.kind, f.name, f.phase) }
 
-// cause names f and the reason and message of its lastError. A
-// sub-installation that failed SubObjectsFailed itself passes its own
-// cause on, prefixed with its name: a root shows the cause found at the
-// bottom of the tree ("sub-installation a → execution a: DeployItemsFailed:
-// deploy items failed: x"), not a message about a message.
-func (f subObjectFailure) cause() string {
+// maxDeleteCauseMessage bounds the quoted cause of a failed deletion. It is
+// longer: a deletion has no next job that could succeed on its own, so the
+// way out the deploy item names at the end of its message (create the
+// Target again, or delete-without-uninstall) must survive the cut, behind
+// the execution's own words (its list of failed items, then the item's
+// message, which the execution controller bounds to 300 bytes).
+const maxDeleteCauseMessage = 2 * maxCauseMessage
+
+// deleteRetryAdvice ends a SubObjectsDeleteFailed message, after the cause:
+// the reconcile annotation alone repeats the deletion that failed, so the
+// cause comes first.
+var deleteRetryAdvice = `; fix the cause first (e.g. create the missing Target again, or annotate the deploy item with ` +
+	lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`
+
+// cause names f and the reason and message of its lastError, the message's
+// first line cut to limit runes. A sub-installation that failed
+// SubObjectsFailed or SubObjectsDeleteFailed itself passes its own cause on
+// (without the retry advice), prefixed with its name: a root shows the cause
+// found at the bottom of the tree ("sub-installation a → execution a:
+// DeployItemsFailed: deploy items failed: x"), not a message about a
+// message.
+func (f subObjectFailure) cause(limit int) string {
 	who := f.kind + " " + f.name
 	le := f.lastError
-	if le.Reason == ReasonSubObjectsFailed {
+	if le.Reason == ReasonSubObjectsFailed || le.Reason == ReasonDeleteFailed {
 		if _, inner, ok := strings.Cut(le.Message, causeMarker); ok {
+			inner = strings.TrimSuffix(inner, deleteRetryAdvice)
 			// Bounded once more: a message written by something else
 			// than this controller may be of any length.
-			return who + " → " + truncate(inner, 4*maxCauseMessage)
+			return who + " → " + truncate(inner, 4*limit)
 		}
 	}
-	return fmt.Sprintf("%s: %s: %s", who, le.Reason, truncate(firstLine(le.Message), maxCauseMessage))
+	return fmt.Sprintf("%s: %s: %s", who, le.Reason, truncate(firstLine(le.Message), limit))
 }
 
 // subObjectsFailedMessage is the lastError message of a job whose
@@ -54,6 +71,20 @@ func (f subObjectFailure) cause() string {
 // that failed only because a predecessor did come last: their predecessor
 // holds the cause.
 func subObjectsFailedMessage(failed []subObjectFailure) string {
+	return "sub-objects failed: " + failedWithCause(failed, maxCauseMessage)
+}
+
+// subObjectsDeleteFailedMessage is the lastError message of a deletion job
+// whose sub-objects ended DeleteFailed: the same list and cause as
+// subObjectsFailedMessage (longer, see maxDeleteCauseMessage), then how to
+// go on.
+func subObjectsDeleteFailedMessage(failed []subObjectFailure) string {
+	return "deleting sub-objects failed: " + failedWithCause(failed, maxDeleteCauseMessage) + deleteRetryAdvice
+}
+
+// failedWithCause lists the failed sub-objects and quotes the cause of the
+// first one with a lastError (see subObjectsFailedMessage), cut to limit.
+func failedWithCause(failed []subObjectFailure, limit int) string {
 	sort.SliceStable(failed, func(i, j int) bool {
 		if (failed[i].kind == "execution") != (failed[j].kind == "execution") {
 			return failed[j].kind == "execution"
@@ -64,7 +95,7 @@ func subObjectsFailedMessage(failed []subObjectFailure) string {
 	for i, f := range failed {
 		names[i] = f.String()
 	}
-	msg := "sub-objects failed: " + strings.Join(names, ", ")
+	msg := strings.Join(names, ", ")
 	var first *subObjectFailure
 	for i := range failed {
 		f := &failed[i]
@@ -76,7 +107,7 @@ func subObjectsFailedMessage(failed []subObjectFailure) string {
 		}
 	}
 	if first != nil {
-		msg += causeMarker + first.cause()
+		msg += causeMarker + first.cause(limit)
 	}
 	return msg
 }

@@ -104,3 +104,23 @@ func TestUnknownOperationIsWarnedOnce(t *testing.T) {
 	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
 	g.Consistently(notes, "2s", interval).Should(ConsistOf(want("reconcil"), want("Reconcile")))
 }
+
+// A deletion that failed names its cause on the root as well: the reason and
+// message of the failed execution (which quotes its item's), so the way out
+// the item gives (create the Target again, or delete-without-uninstall) is
+// readable where the user looks, and the advice says to fix it before
+// retrying. The Ready condition says the same.
+func TestSubObjectsDeleteFailedNamesTheCause(t *testing.T) {
+	ns, g := setup(t)
+	rootWhoseTargetWent(g, ns)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseDeleteFailed),
+		HaveField("Status.LastError.Reason", "SubObjectsDeleteFailed")), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	inst, _ := getInst(ns, "root")()
+	msg := inst.Status.LastError.Message
+	g.Expect(msg).To(HavePrefix("deleting sub-objects failed: execution root (DeleteFailed); cause: execution root: DeleteFailed: deleting deploy items failed: item; item: TargetNotFound: "))
+	g.Expect(msg).To(ContainSubstring(lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true"`))
+	g.Expect(msg).To(HaveSuffix("; fix the cause first (e.g. create the missing Target again, or annotate the deploy item with " +
+		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`))
+	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
+		HaveField("Message", msg))))
+}

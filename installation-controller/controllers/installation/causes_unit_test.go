@@ -34,3 +34,33 @@ func TestSubObjectsFailedMessageIsBounded(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 }
+
+// A failed deletion quotes the cause like a failed install does, ends with
+// the advice to fix it first, and a sub-installation's cause reaches its
+// parent without the advice (said once, at the end).
+func TestSubObjectsDeleteFailedMessage(t *testing.T) {
+	itemMsg := `deleting deploy items failed: cm; cm: TargetNotFound: spec.target: Target ns/t not found; ... or annotate the item with ` +
+		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" to delete it without uninstalling`
+	child := subObjectsDeleteFailedMessage([]subObjectFailure{
+		{kind: "execution", name: "a", phase: lsv1alpha1.PhaseDeleteFailed, lastError: &lsv1alpha1.Error{Reason: "DeleteFailed", Message: itemMsg}},
+	})
+	want := "deleting sub-objects failed: execution a (DeleteFailed); cause: execution a: DeleteFailed: " + itemMsg + deleteRetryAdvice
+	if child != want {
+		t.Errorf("message\n%s\nwant\n%s", child, want)
+	}
+	root := subObjectsDeleteFailedMessage([]subObjectFailure{
+		{kind: "sub-installation", name: "a", phase: lsv1alpha1.PhaseDeleteFailed, lastError: &lsv1alpha1.Error{Reason: ReasonDeleteFailed, Message: child}},
+	})
+	want = "deleting sub-objects failed: sub-installation a (DeleteFailed); cause: sub-installation a → execution a: DeleteFailed: " + itemMsg + deleteRetryAdvice
+	if root != want {
+		t.Errorf("message\n%s\nwant\n%s", root, want)
+	}
+	// Bounded: the cause is cut, the advice is whole.
+	long := subObjectsDeleteFailedMessage([]subObjectFailure{
+		{kind: "execution", name: "x", phase: lsv1alpha1.PhaseDeleteFailed, lastError: &lsv1alpha1.Error{Reason: "DeleteFailed", Message: strings.Repeat("é", 1000)}},
+	})
+	_, cause, _ := strings.Cut(strings.TrimSuffix(long, deleteRetryAdvice), ": DeleteFailed: ")
+	if n := utf8.RuneCountInString(cause); n != maxDeleteCauseMessage || !strings.HasSuffix(cause, "é…") {
+		t.Errorf("cause has %d runes (want %d, ending in \"…\"): %q", n, maxDeleteCauseMessage, cause)
+	}
+}

@@ -1289,26 +1289,28 @@ func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (outcome, erro
 		return outcome{}, err
 	}
 	job := inst.Status.JobID
-	var working, failed []string
-	for _, sub := range subs {
-		if finishedWith(sub.Status.JobIDFinished, job) {
-			failed = append(failed, "sub-installation "+sub.Name)
+	var working []string
+	var failed []subObjectFailure
+	// As in Progressing, the failed sub-objects' lastErrors come from the
+	// same (cached) objects: quoting the cause costs no request.
+	check := func(kind, name, finished string, phase lsv1alpha1.Phase, lastError *lsv1alpha1.Error) {
+		if finishedWith(finished, job) {
+			failed = append(failed, subObjectFailure{kind: kind, name: name, phase: phase, lastError: lastError})
 		} else {
-			working = append(working, "sub-installation "+sub.Name)
+			working = append(working, kind+" "+name)
 		}
 	}
+	for _, sub := range subs {
+		check("sub-installation", sub.Name, sub.Status.JobIDFinished, sub.Status.Phase, sub.Status.LastError)
+	}
 	if exec != nil {
-		if finishedWith(exec.Status.JobIDFinished, job) {
-			failed = append(failed, "execution "+exec.Name)
-		} else {
-			working = append(working, "execution "+exec.Name)
-		}
+		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase, exec.Status.LastError)
 	}
 	switch {
 	case len(working) > 0:
 		return wait("%s to be deleted", strings.Join(working, ", "))
 	case len(failed) > 0:
-		return outcome{}, fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorForInfoOnly, "deleting sub-objects failed: %s; add the reconcile annotation to the root installation to retry", strings.Join(failed, ", "))
+		return outcome{}, fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsDeleteFailedMessage(failed))
 	}
 	if err := r.deleteContext(ctx, inst); err != nil {
 		return outcome{}, err
