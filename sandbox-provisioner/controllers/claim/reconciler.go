@@ -223,10 +223,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.checkCredentialsSecret,
 		r.createTarget,
 	})
-	if err != nil && !s.reported && !apierrors.IsConflict(err) {
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
-	}
-	return ctrl.Result{RequeueAfter: s.requeueAfter}, err
+	return sandbox.Outcome(ctx, ctrl.Result{RequeueAfter: s.requeueAfter}, err, func(err error) {
+		if !s.reported {
+			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
+		}
+	})
 }
 
 // waitForCreated stops the reconcile when the cache does not show yet an

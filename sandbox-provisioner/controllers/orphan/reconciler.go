@@ -149,13 +149,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 		// Gone: a target may still have been made from it (late target).
-		return ctrl.Result{}, r.reconcileLateTarget(ctx, req.NamespacedName)
+		return r.reconcileLateTarget(ctx, req.NamespacedName)
 	}
 	if sr.Labels[appstudiov1alpha1.ClaimLabel] == "" {
 		return ctrl.Result{}, nil
 	}
 	if !sr.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileLateTarget(ctx, req.NamespacedName)
+		return r.reconcileLateTarget(ctx, req.NamespacedName)
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, sr, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
@@ -167,10 +167,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.deleteUnusedSpaceRequest,
 		r.reclaimOrphanTarget,
 	})
-	if err != nil && !apierrors.IsConflict(err) {
+	return sandbox.Outcome(ctx, ctrl.Result{}, err, func(err error) {
 		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
-	}
-	return ctrl.Result{}, err
+	})
 }
 
 // reconcileLateTarget deletes a target made from the SpaceRequest key (being
@@ -180,16 +179,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // Only the cache is read until such a target is found (the normal path, a
 // target of a live claim, or one being deleted, costs no request); then the
 // API server confirms the claim is gone and the target never bound.
-func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.NamespacedName) (retErr error) {
+func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.NamespacedName) (_ ctrl.Result, retErr error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, key, dt); err != nil {
-		return client.IgnoreNotFound(err)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !lateTargetCandidate(dt, key.Name) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
+	// Reported on the target: the SpaceRequest may be gone.
+	return sandbox.Outcome(ctx, ctrl.Result{}, r.deleteLateTarget(ctx, key, dt), func(err error) {
+		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
+	})
+}
+
+// deleteLateTarget deletes dt, a late target candidate of the SpaceRequest
+// key in the cache, once the API server confirms it.
+func (r *Reconciler) deleteLateTarget(ctx context.Context, key types.NamespacedName, dt *appstudiov1alpha1.DeploymentTarget) error {
 	claim := claimName(dt)
 	log := ctrl.LoggerFrom(ctx).WithValues("target", dt.Name, "claim", claim)
 	use := claimGone
@@ -210,11 +218,6 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	if !lateTargetCandidate(dt, key.Name) {
 		return nil
 	}
-	defer func() {
-		if retErr != nil && !apierrors.IsConflict(retErr) {
-			r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", retErr)
-		}
-	}()
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
 	err := client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID, ResourceVersion: &dt.ResourceVersion}))
 	tracing.EndStep(span, err)

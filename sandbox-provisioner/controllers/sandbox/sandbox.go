@@ -1,7 +1,8 @@
 // Package sandbox holds what the sandbox-provisioner's reconcilers share: the
 // field manager, the deterministic names of the SpaceRequest and
-// DeploymentTarget provisioned for a claim, and the SpaceRequest's
-// readiness.
+// DeploymentTarget provisioned for a claim, the SpaceRequest's readiness, and
+// how a reconcile ends (RunPhases, Outcome: a guarded write that lost a race
+// is retried, not reported).
 //
 // # Names and ownership
 //

@@ -255,10 +255,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.removeFinalizer,
 		})
 	}
-	if err != nil && !apierrors.IsConflict(err) {
+	return sandbox.Outcome(ctx, ctrl.Result{}, err, func(err error) {
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventDeprovisioningFailed, "Deprovision", "%v", err)
-	}
-	return ctrl.Result{}, err
+	})
 }
 
 // forget drops what the reconciler remembers of the target key.
@@ -277,7 +276,8 @@ func spaceRequestName(dt *appstudiov1alpha1.DeploymentTarget) string {
 }
 
 // patchFinalizers writes a finalizer change, failing on a concurrent change
-// so that no other writer's finalizer is lost.
+// so that no other writer's finalizer is lost (a conflict: the reconcile
+// runs again on the newer copy, see sandbox.Outcome).
 func (r *Reconciler) patchFinalizers(ctx context.Context, dt *appstudiov1alpha1.DeploymentTarget, mutate func(client.Object) bool) error {
 	base := dt.DeepCopy()
 	if !mutate(dt) {

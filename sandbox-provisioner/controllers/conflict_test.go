@@ -1,0 +1,220 @@
+package controllers_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
+	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
+)
+
+// racedAnnotation is what racingClient's other writer sets on the target.
+const racedAnnotation = "test.terrace.dev/raced"
+
+// racingClient plays another controller (the dt-binder, say) writing a
+// DeploymentTarget at the very moment the provisioner writes it: just before
+// the first target write (patch or delete) passed to it, it changes that
+// target on the API server, so that the provisioner's write, guarded by the
+// resourceVersion it read, is refused with a conflict. Every other call goes
+// straight to the API server.
+type racingClient struct {
+	client.Client
+	t     *testing.T
+	races atomic.Int32
+}
+
+func (c *racingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.race(ctx, obj)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *racingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.race(ctx, obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *racingClient) race(ctx context.Context, obj client.Object) {
+	if _, ok := obj.(*appstudiov1alpha1.DeploymentTarget); !ok || c.races.Add(1) > 1 {
+		return
+	}
+	g := NewWithT(c.t)
+	cur := &appstudiov1alpha1.DeploymentTarget{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur)).To(Succeed())
+	base := cur.DeepCopy()
+	metav1.SetMetaDataAnnotation(&cur.ObjectMeta, racedAnnotation, "true")
+	g.Expect(c.Client.Patch(ctx, cur, client.MergeFrom(base))).To(Succeed())
+}
+
+// reasonRecorder keeps the reasons of the Events a reconciler records.
+type reasonRecorder struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (r *reasonRecorder) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reasons = append(r.reasons, reason)
+}
+
+// take returns the reasons recorded since the last take.
+func (r *reasonRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.reasons
+	r.reasons = nil
+	return out
+}
+
+// createConflictTarget creates a provisioned target whose SpaceRequest does
+// not exist. No provisioner runs in these tests: the target is removed when
+// the test ends, so that none runs into it later.
+func createConflictTarget(t *testing.T, ns string, finalizer bool) *appstudiov1alpha1.DeploymentTarget {
+	t.Helper()
+	ctx := context.Background()
+	dt := conflictTarget(ns, finalizer)
+	NewWithT(t).Expect(env.Client.Create(ctx, dt)).To(Succeed())
+	t.Cleanup(func() {
+		cur := &appstudiov1alpha1.DeploymentTarget{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur); err != nil {
+			return
+		}
+		base := cur.DeepCopy()
+		cur.Finalizers = nil
+		if err := env.Client.Patch(ctx, cur, client.MergeFrom(base)); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+		if err := client.IgnoreNotFound(env.Client.Delete(ctx, cur)); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	return dt
+}
+
+// conflictTarget is createConflictTarget's object, not created.
+func conflictTarget(ns string, finalizer bool) *appstudiov1alpha1.DeploymentTarget {
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"},
+		Spec:       appstudiov1alpha1.DeploymentTargetClaimSpec{DeploymentTargetClassName: ns},
+	}
+	sr := &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sandbox.ObjectName(claim)}}
+	dt := newLateTarget(claim, sr)
+	if !finalizer {
+		dt.Finalizers = nil
+	}
+	return dt
+}
+
+// expectRaceLost checks that the racing writer changed dt before the
+// reconciler's write, so that the write was refused: the test provoked the
+// conflict it is about.
+func expectRaceLost(g *WithT, c *racingClient, dt *appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+	g.Expect(c.races.Load()).To(BeNumerically(">=", 1), "the reconciler wrote the target")
+	cur := &appstudiov1alpha1.DeploymentTarget{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(dt), cur)).To(Succeed())
+	g.Expect(cur.Annotations).To(HaveKey(racedAnnotation))
+	return cur
+}
+
+// TestConflictOnFinalizerRemovalIsRetried: the dt-binder writes a deleted
+// target at the moment the provisioner removes its finalizer (guarded by the
+// resourceVersion it read), so the removal is refused with a conflict. That
+// is an expected race, not a failure: the reconcile returns no error (no
+// "Reconciler error" with a stack trace, no DeprovisioningFailed Event) and
+// asks to run again, and the retry removes the finalizer.
+func TestConflictOnFinalizerRemovalIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("conflict-release")
+	createNamespace(t, n)
+	dt := createConflictTarget(t, n, true)
+	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
+
+	c := &racingClient{Client: env.Client, t: t}
+	rec := &reasonRecorder{}
+	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
+	g.Expect(rec.take()).To(BeEmpty(), "no DeprovisioningFailed, nothing released yet")
+	cur := expectRaceLost(g, c, dt)
+	g.Expect(cur.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer), "the refused write removed nothing")
+
+	// The retry reads the newer copy and releases the target.
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gone(dt)()).To(BeTrue(), "the finalizer was removed and the target is gone")
+	g.Expect(rec.take()).To(Equal([]string{target.EventReleased}))
+}
+
+// TestConflictOnFinalizerAddIsRetried: the same race on a live target the
+// provisioner adds its finalizer to.
+func TestConflictOnFinalizerAddIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("conflict-add")
+	createNamespace(t, n)
+	dt := createConflictTarget(t, n, false)
+
+	c := &racingClient{Client: env.Client, t: t}
+	rec := &reasonRecorder{}
+	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
+	g.Expect(rec.take()).To(BeEmpty(), "no DeprovisioningFailed")
+	cur := expectRaceLost(g, c, dt)
+	g.Expect(cur.Finalizers).To(BeEmpty(), "the refused write added nothing")
+
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
+	g.Expect(cur.Finalizers).To(ConsistOf(appstudiov1alpha1.TargetFinalizer))
+}
+
+// TestConflictOnLateTargetDeletionIsRetried: the orphan reconciler deletes a
+// late target (made from a SpaceRequest that is gone, for a claim that is
+// gone, never bound) preconditioned on the resourceVersion it confirmed; a
+// write to the target in between refuses the deletion with a conflict, which
+// is retried the same way, and the retry deletes the target.
+func TestConflictOnLateTargetDeletionIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("conflict-late")
+	createNamespace(t, n)
+	dt := createConflictTarget(t, n, true)
+
+	c := &racingClient{Client: env.Client, t: t}
+	rec := &reasonRecorder{}
+	r := &orphan.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
+	// The SpaceRequest of the target's name is gone: the late-target check.
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
+	g.Expect(rec.take()).To(BeEmpty(), "no OrphanCleanupFailed")
+	cur := expectRaceLost(g, c, dt)
+	g.Expect(cur.DeletionTimestamp).To(BeNil(), "the refused deletion deleted nothing")
+
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
+	g.Expect(cur.DeletionTimestamp).NotTo(BeNil(), "deleted on the retry (its finalizer holds it)")
+	g.Expect(rec.take()).To(Equal([]string{orphan.EventOrphanDeleted}))
+}
