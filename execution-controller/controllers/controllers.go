@@ -24,7 +24,8 @@ const FieldManager = "execution-controller"
 
 // Options configure the execution controller.
 type Options struct {
-	// Timeouts are the deploy-item pickup, progressing and abort timeouts.
+	// Timeouts are the deploy-item pickup, progressing and abort timeouts
+	// and the pickup warning.
 	Timeouts timeouts.Config
 	// Controller overrides per-controller options (zero: the manager's defaults).
 	Controller controller.Options
@@ -42,17 +43,20 @@ type Options struct {
 	NameRecheck time.Duration
 }
 
-// DefaultOptions returns the defaults of seed 001 (5m pickup, 10m progressing, 5m abort).
+// DefaultOptions returns the defaults of seed 001 (5m pickup, 10m progressing,
+// 5m abort) and a 1m pickup warning.
 func DefaultOptions() Options {
 	return Options{Timeouts: timeouts.DefaultConfig()}
 }
 
-// BindFlags registers --pickup-timeout, --progressing-timeout and
-// --abort-timeout; each takes a Go duration or "none". Values already set
-// in o become the defaults.
+// BindFlags registers --pickup-timeout, --pickup-warning,
+// --progressing-timeout and --abort-timeout; each takes a Go duration or
+// "none". Values already set in o become the defaults.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.Timeouts.Pickup, "pickup-timeout",
 		`How long a deploy item may keep its reconcile-time annotation (no deployer picked it up) before it is set to Failed; "none" disables the check.`)
+	fs.Var(&o.Timeouts.PickupWarning, "pickup-warning",
+		`How long a deploy item may keep its reconcile-time annotation (no deployer picked it up) before a Warning event WaitingForPickup on the item and its Execution says so, once per hand-over; "none" disables it.`)
 	fs.Var(&o.Timeouts.Progressing, "progressing-timeout",
 		`Default progressing timeout for deploy items without spec.timeout: after it, operation: abort is set; "none" disables the check.`)
 	fs.Var(&o.Timeouts.Abort, "abort-timeout",

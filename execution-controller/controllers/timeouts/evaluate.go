@@ -16,10 +16,15 @@ import (
 // flags and of spec.timeout (kit/timeout, shared with the deployers).
 type Timeout = timeout.Timeout
 
-// Config holds the three deploy-item timeouts.
+// Config holds the three deploy-item timeouts and the pickup warning.
 type Config struct {
 	// Pickup bounds how long reconcile-time may stay on an item.
 	Pickup Timeout
+	// PickupWarning is how long reconcile-time may stay on an item before a
+	// Warning event (EventWaitingForPickup) says no deployer has picked it
+	// up, once per hand-over; zero means DefaultPickupWarning. No warning
+	// when it is not shorter than the pickup timeout: the timeout says it.
+	PickupWarning Timeout
 	// Progressing is the default progressing timeout for items without spec.timeout.
 	Progressing Timeout
 	// Abort bounds how long an item may take to abort after operation: abort.
@@ -36,9 +41,10 @@ const (
 // DefaultConfig returns the seed's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Pickup:      timeout.After(DefaultPickupTimeout),
-		Progressing: timeout.After(DefaultProgressingTimeout),
-		Abort:       timeout.After(DefaultAbortTimeout),
+		Pickup:        timeout.After(DefaultPickupTimeout),
+		PickupWarning: timeout.After(DefaultPickupWarning),
+		Progressing:   timeout.After(DefaultProgressingTimeout),
+		Abort:         timeout.After(DefaultAbortTimeout),
 	}
 }
 
@@ -77,8 +83,12 @@ type Decision struct {
 	// Timeout is the timeout that expired (for messages), when Action is not ActionNone.
 	Timeout time.Duration
 	// RequeueAfter is when the next timeout of the item expires; zero means
-	// no timeout is pending. Only meaningful with ActionNone.
+	// no timeout is pending. Only meaningful with ActionNone. It includes
+	// the pickup warning while that is still to come.
 	RequeueAfter time.Duration
+	// PickupOverdue is set when the item has waited for its pickup for
+	// longer than the pickup warning (and its pickup timeout has not expired).
+	PickupOverdue *PickupWait
 }
 
 // ErrBadTimestamp is wrapped by Evaluate when an annotation holds no RFC 3339 time.
@@ -103,17 +113,38 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 
 	// Pickup: reconcile-time is stamped on hand-over and removed by the
 	// deployer on pickup; its age is how long no deployer has reacted.
-	if v, ok := ann[lsv1alpha1.ReconcileTimeAnnotation]; ok && !cfg.Pickup.Disabled {
+	var overdue *PickupWait
+	warnAfter, warn := cfg.pickupWarning()
+	if !cfg.Pickup.Disabled && warnAfter >= cfg.Pickup.Duration {
+		warn = false
+	}
+	if v, ok := ann[lsv1alpha1.ReconcileTimeAnnotation]; ok && (!cfg.Pickup.Disabled || warn) {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.ReconcileTimeAnnotation, v, ErrBadTimestamp))
 		} else if st := item.Status; jobid.LeftoverPickupStamp(st.JobID, st.JobIDFinished, pickupTime(st.LastReconcileTime), t) {
 			// Left over from the job the item finished (its removal was
 			// lost): nothing waits for a pickup; the deployer removes it.
-		} else if left := t.Add(cfg.Pickup.Duration).Sub(now); left <= 0 {
-			return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
 		} else {
-			wait(left)
+			var failsAt time.Time
+			if !cfg.Pickup.Disabled {
+				failsAt = t.Add(cfg.Pickup.Duration)
+				left := failsAt.Sub(now)
+				if left <= 0 {
+					return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
+				}
+				wait(left)
+			}
+			// The warning's wake-up is computed from the stamp like the
+			// timeout's: a healthy item is picked up long before it, and
+			// that reconcile then finds no stamp and does nothing.
+			if warn {
+				if left := t.Add(warnAfter).Sub(now); left > 0 {
+					wait(left)
+				} else {
+					overdue = &PickupWait{Stamp: v, Since: t, FailsAt: failsAt}
+				}
+			}
 		}
 	}
 
@@ -123,7 +154,7 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 	running := item.Status.Phase == lsv1alpha1.PhaseInit ||
 		item.Status.Phase == lsv1alpha1.PhaseProgressing
 	if !running {
-		return Decision{RequeueAfter: next}, errors.Join(errs...)
+		return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
 	}
 
 	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
@@ -142,14 +173,14 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		}
 		if started {
 			if cfg.Abort.Disabled {
-				return Decision{RequeueAfter: next}, errors.Join(errs...)
+				return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
 			}
 			left := at.Add(cfg.Abort.Duration).Sub(now)
 			if left <= 0 {
-				return Decision{Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
+				return Decision{PickupOverdue: overdue, Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
 			}
 			wait(left)
-			return Decision{RequeueAfter: next}, errors.Join(errs...)
+			return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
 		}
 	}
 
@@ -165,11 +196,11 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 	if !progressing.Disabled && item.Status.LastReconcileTime != nil {
 		left := item.Status.LastReconcileTime.Add(progressing.Duration).Sub(now)
 		if left <= 0 {
-			return Decision{Action: ActionAbort, Timeout: progressing.Duration}, errors.Join(errs...)
+			return Decision{PickupOverdue: overdue, Action: ActionAbort, Timeout: progressing.Duration}, errors.Join(errs...)
 		}
 		wait(left)
 	}
-	return Decision{RequeueAfter: next}, errors.Join(errs...)
+	return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
 }
 
 // currentAbortTime is the item's abort-time, with ok, when it belongs to the

@@ -172,3 +172,69 @@ func TestTimeoutFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestEvaluatePickupWarning(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PickupWarning = timeout.After(30 * time.Second)
+	stamp := t0.Add(250 * time.Millisecond)
+	stamped := func(di *lsv1alpha1.DeployItem) {
+		di.Annotations[lsv1alpha1.ReconcileTimeAnnotation] = stamp.Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	for name, tc := range map[string]struct {
+		item    *lsv1alpha1.DeployItem
+		now     time.Time
+		cfg     Config
+		requeue time.Duration
+		overdue *PickupWait
+	}{
+		// the warning's wake-up comes first, computed from the stamp
+		"before the warning": {item: item(stamped), now: stamp.Add(10 * time.Second), cfg: cfg, requeue: 20 * time.Second},
+		"warning due": {item: item(stamped), now: stamp.Add(30 * time.Second), cfg: cfg, requeue: 4*time.Minute + 30*time.Second,
+			overdue: &PickupWait{Stamp: stamp.Format("2006-01-02T15:04:05.000Z07:00"), Since: stamp, FailsAt: stamp.Add(5 * time.Minute)}},
+		"zero warning is the default": {item: item(stamped), now: stamp.Add(10 * time.Second),
+			cfg: Config{Pickup: cfg.Pickup, Progressing: cfg.Progressing, Abort: cfg.Abort}, requeue: DefaultPickupWarning - 10*time.Second},
+		"warning none": {item: item(stamped), now: stamp.Add(10 * time.Second),
+			cfg: Config{Pickup: cfg.Pickup, PickupWarning: timeout.Disabled(), Progressing: cfg.Progressing, Abort: cfg.Abort}, requeue: 4*time.Minute + 50*time.Second},
+		"warning not before the timeout": {item: item(stamped), now: stamp.Add(10 * time.Second),
+			cfg: Config{Pickup: timeout.After(20 * time.Second), PickupWarning: cfg.PickupWarning, Progressing: cfg.Progressing, Abort: cfg.Abort}, requeue: 10 * time.Second},
+		"pickup timeout none still warns": {item: item(stamped), now: stamp.Add(time.Hour),
+			cfg:     Config{Pickup: timeout.Disabled(), PickupWarning: cfg.PickupWarning, Progressing: cfg.Progressing, Abort: cfg.Abort},
+			overdue: &PickupWait{Stamp: stamp.Format("2006-01-02T15:04:05.000Z07:00"), Since: stamp}},
+		"stamp left over from a finished job": {item: item(stamped, finished("j1", t0.Add(time.Second))), now: t0.Add(time.Minute), cfg: cfg},
+		"no stamp":                            {item: item(), now: t0, cfg: cfg},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := Evaluate(tc.item, tc.now, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Action != ActionNone || d.RequeueAfter != tc.requeue {
+				t.Errorf("got action %s requeue %s, want None, %s", d.Action, d.RequeueAfter, tc.requeue)
+			}
+			switch {
+			case (d.PickupOverdue == nil) != (tc.overdue == nil):
+				t.Errorf("overdue = %+v, want %+v", d.PickupOverdue, tc.overdue)
+			case d.PickupOverdue != nil && (d.PickupOverdue.Stamp != tc.overdue.Stamp || !d.PickupOverdue.Since.Equal(tc.overdue.Since) ||
+				!d.PickupOverdue.FailsAt.Equal(tc.overdue.FailsAt)):
+				t.Errorf("overdue = %+v, want %+v", d.PickupOverdue, tc.overdue)
+			}
+		})
+	}
+}
+
+func TestPickupWarningMessage(t *testing.T) {
+	di := item(func(di *lsv1alpha1.DeployItem) { di.Spec.Type = "landscaper.gardener.cloud/kubernetes-manifests" })
+	w := &PickupWait{Since: t0, FailsAt: t0.Add(5 * time.Minute)}
+	want := "no deployer has picked up this deploy item of type landscaper.gardener.cloud/kubernetes-manifests for 30s; " +
+		"is a deployer for this type running? it fails with PickupTimeout at 2026-01-02T03:09:05Z"
+	if got := PickupWarningMessage(di, w, t0.Add(30*time.Second+400*time.Millisecond)); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	di.Spec.Target = &lsv1alpha1.ObjectReference{Name: "prod"}
+	w.FailsAt = time.Time{}
+	want = "no deployer has picked up this deploy item of type landscaper.gardener.cloud/kubernetes-manifests for 30s; " +
+		"is a deployer for this type running and responsible for its Target prod? the pickup timeout is disabled: it waits until a deployer picks it up"
+	if got := PickupWarningMessage(di, w, t0.Add(30*time.Second)); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

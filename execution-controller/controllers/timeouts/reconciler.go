@@ -9,6 +9,10 @@
 //     instead);
 //   - abort: abort-time older than the abort timeout → phase Failed.
 //
+// Before the pickup timeout fails an item, a Warning event WaitingForPickup
+// (on the item and on its Execution) says early, once per hand-over, that no
+// deployer has picked it up (pickupwarning.go).
+//
 // It never polls: every reconcile computes when the item's next timeout
 // expires and asks for exactly that RequeueAfter.
 //
@@ -80,6 +84,9 @@ type Reconciler struct {
 	Config Config
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
+
+	// warned remembers the hand-overs the pickup warning was emitted for.
+	warned warnedPickups
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -102,8 +109,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// Status and annotation changes both matter (phase, lastReconcileTime,
 		// reconcile-time, operation), so no generation filter; a resync is not
 		// needed because every pending timeout is a RequeueAfter.
+		// A deletion needs no reconcile; it only drops what the pickup
+		// warning remembers of the item (no reconcile would find it gone).
 		For(&lsv1alpha1.DeployItem{}, builder.WithPredicates(predicate.Funcs{
-			DeleteFunc: func(event.TypedDeleteEvent[client.Object]) bool { return false },
+			DeleteFunc: func(e event.TypedDeleteEvent[client.Object]) bool {
+				r.warned.forgetUnless(client.ObjectKeyFromObject(e.Object), warnedPickup{})
+				return false
+			},
 		})).
 		Complete(r)
 }
@@ -113,6 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx)
 	item := &lsv1alpha1.DeployItem{}
 	if err := r.Client.Get(ctx, req.NamespacedName, item); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warned.forgetUnless(req.NamespacedName, warnedPickup{})
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	d, err := Evaluate(item, r.Now(), r.Config)
@@ -122,6 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("ignoring invalid timeout setting", "error", err.Error())
 		r.Recorder.Eventf(item, nil, corev1.EventTypeWarning, EventBadAnnotation, "EvaluateTimeouts", "%s", err.Error())
 	}
+	r.warnPickup(ctx, item, d)
 	if d.Action == ActionNone {
 		if d.RequeueAfter > 0 {
 			log.V(1).Info("next timeout", "requeueAfter", d.RequeueAfter)
