@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	goruntime "runtime"
 	"time"
 
@@ -143,6 +145,17 @@ func (o Options) ControllerConfig() crconfig.Controller {
 // client-go's klog, so that every line the process writes has the same format.
 // New calls it; calling it earlier (to log before the manager exists) is fine.
 func SetupLogging(component string, o Options) (logr.Logger, error) {
+	log, err := newLogger(component, o, os.Stderr)
+	if err != nil {
+		return logr.Discard(), err
+	}
+	ctrl.SetLogger(log)
+	klog.SetLogger(log.WithName("client-go"))
+	return log, nil
+}
+
+// newLogger builds the logger SetupLogging installs, writing to w.
+func newLogger(component string, o Options, w io.Writer) (logr.Logger, error) {
 	o.setDefaults()
 	var level zapcore.Level
 	switch o.LogLevel {
@@ -155,7 +168,7 @@ func SetupLogging(component string, o Options) (logr.Logger, error) {
 	default:
 		return logr.Discard(), fmt.Errorf("--log-level: %q is not one of debug, info, error", o.LogLevel)
 	}
-	zapOpts := []crzap.Opts{crzap.Level(level)}
+	zapOpts := []crzap.Opts{crzap.Level(level), crzap.WriteTo(w)}
 	switch o.LogFormat {
 	case "json":
 		zapOpts = append(zapOpts, crzap.JSONEncoder())
@@ -165,9 +178,10 @@ func SetupLogging(component string, o Options) (logr.Logger, error) {
 		return logr.Discard(), fmt.Errorf("--log-format: %q is not one of json, console", o.LogFormat)
 	}
 
-	log := crzap.New(zapOpts...).WithValues("component", component)
-	ctrl.SetLogger(log)
-	klog.SetLogger(log.WithName("client-go"))
+	// The filter wraps the root logger, so that it also covers the loggers
+	// derived from it: controller-runtime's "events" logger (the recorder's
+	// broadcaster) and client-go's klog logger (the older broadcaster).
+	log := quietTerminatingNamespaceEvents(crzap.New(zapOpts...)).WithValues("component", component)
 	return log, nil
 }
 
