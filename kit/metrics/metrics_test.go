@@ -5,12 +5,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// forgetKind deletes, when the test ends, every series of kind the test
+// made. The metrics are process-global: without this a second run of the
+// test (go test -count=2) would start from the first run's counts.
+func forgetKind(t *testing.T, kind string) {
+	t.Cleanup(func() {
+		only := prometheus.Labels{LabelKind: kind}
+		jobsStarted.DeletePartialMatch(only)
+		jobsFinished.DeletePartialMatch(only)
+		jobDuration.DeletePartialMatch(only)
+		phaseTransitions.DeletePartialMatch(only)
+		objectPhase.DeletePartialMatch(only)
+	})
+}
+
 func TestPhaseCountsTransitionsAndKeepsOneSeriesPerObject(t *testing.T) {
 	r := For("TestKindPhase")
+	forgetKind(t, r.Kind)
 	r.Phase("ns", "a", "Init")
 	r.Phase("ns", "a", "Init") // no transition
 	r.Phase("ns", "a", "Succeeded")
@@ -41,6 +57,7 @@ terrace_object_phase{kind="TestKindPhase",name="b",namespace="ns",phase="Init"} 
 
 func TestJobFinishedObservesDuration(t *testing.T) {
 	r := For("TestKindJob")
+	forgetKind(t, r.Kind)
 	r.JobStarted()
 	r.JobFinished("Succeeded", 2*time.Second)
 	r.JobFinished("Failed", -1)
