@@ -173,6 +173,9 @@ type Reconciler struct {
 	// written version is current), used only here. A kubeconfig Secret
 	// found to be someone else's is remembered with "" (see tracked).
 	written sync.Map
+	// unseen remembers the namespaces and kubeconfig Secrets the stub
+	// created that Managed has not shown yet (see unseenCreates).
+	unseen unseenCreates
 }
 
 // remember records that the object named key is, at resourceVersion rv,
@@ -200,8 +203,11 @@ func (r *Reconciler) isKnown(key, rv string) bool {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	phases.Forget(key.Namespace, key.Name)
 	r.superseded.Forget(key)
-	r.written.Delete(secretKey(key.Namespace, SecretName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
-	r.written.Delete(roleBindingKey(NamespaceName(&toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})))
+	sr := &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	r.written.Delete(secretKey(key.Namespace, SecretName(sr)))
+	r.written.Delete(roleBindingKey(NamespaceName(sr)))
+	r.unseen.forget(secretKey(key.Namespace, SecretName(sr)))
+	r.unseen.forget(namespaceKey(NamespaceName(sr)))
 }
 
 func secretKey(namespace, name string) string { return "secret/" + namespace + "/" + name }
@@ -238,8 +244,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("spacerequest").
 		For(&toolchainv1alpha1.SpaceRequest{}).
-		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(secretGVK), toOwner)).
-		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), toSpaceRequest)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(secretGVK), seeingHandler{next: toOwner, seen: r.seenSecret})).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), seeingHandler{next: toSpaceRequest, seen: r.seenNamespace})).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(serviceAccountGVK), toSpaceRequest)).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(roleBindingGVK), toSpaceRequest)).
 		Complete(r)
@@ -592,14 +598,21 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (ctrl.Result,
 	// live: existing was read from the API server, not from Managed.
 	live := false
 	if apierrors.IsNotFound(err) {
+		if _, left, ok := r.unseen.pending(namespaceKey(name), r.clock()); ok {
+			// Created by the stub moments ago, with all it applies; Managed
+			// has not shown it yet, and its event brings the next reconcile.
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
 		// Not the stub's, or not labelled, or not cached yet: create it, and
 		// if it exists, look at it on the API server.
-		err = r.create(ctx, "ApplyNamespace", name, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      map[string]string{ManagedByLabel: ManagedByValue},
 			Annotations: map[string]string{SpaceRequestAnnotation: Key(s.sr)},
-		}})
+		}}
+		err = r.create(ctx, "ApplyNamespace", name, created)
 		if err == nil {
+			r.unseen.created(namespaceKey(name), created, r.clock())
 			log.Info("created namespace", "namespace", name)
 			if s.wasReady {
 				r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventNamespaceCreated, "Provision", "Created namespace %s", name)
@@ -735,15 +748,23 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 	// resourceVersion the stub last wrote (or read in full) holds the
 	// kubeconfig the stub wrote; any other needs a look at its data. The
 	// cache holds only Secrets with the stub's label: one it does not hold
-	// is missing or someone else's. It is read, too, if the stub wrote it
-	// (then it is not cached yet, or lost its label) or found it was someone
+	// is missing or someone else's, or one the stub created moments ago
+	// that the cache has not shown yet (unseen: what the stub wrote is
+	// known). It is read, too, if the stub wrote it (then it lost its
+	// label, or is not cached yet after an apply) or found it was someone
 	// else's (so that a retry requests no token while it stays so).
 	key := secretKey(s.sr.Namespace, name)
 	cached := metadataOf(secretGVK)
 	err := r.Managed.Get(ctx, client.ObjectKey{Namespace: s.sr.Namespace, Name: name}, cached)
-	var known *metav1.ObjectMeta
+	var known, unseen *metav1.ObjectMeta
+	var unseenLeft time.Duration
+	if apierrors.IsNotFound(err) {
+		unseen, unseenLeft, _ = r.unseen.pending(key, now)
+	}
 	hasData := false
 	switch {
+	case unseen != nil:
+		known, hasData = unseen, true
 	case apierrors.IsNotFound(err) && !r.tracked(key):
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s: %w", s.sr.Namespace, name, err)
@@ -770,7 +791,13 @@ func (r *Reconciler) applyKubeconfigSecret(ctx context.Context, s *scope) (ctrl.
 		if perr == nil && now.Before(refreshAt) && known.Annotations[CredentialsHashAnnotation] == credHash && hasData &&
 			known.Labels[ManagedByLabel] == ManagedByValue {
 			r.remember(key, known.ResourceVersion)
-			return ctrl.Result{RequeueAfter: refreshAt.Sub(now)}, nil
+			requeue := refreshAt.Sub(now)
+			if unseen != nil {
+				// Its event brings the next reconcile; should none come,
+				// look again when the record is no longer trusted.
+				requeue = min(requeue, unseenLeft)
+			}
+			return ctrl.Result{RequeueAfter: requeue}, nil
 		}
 	}
 
@@ -850,6 +877,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, s *scope, secret *corev1.S
 			if err != nil {
 				return "", fmt.Errorf("creating Secret %s: %w", key, err)
 			}
+			r.unseen.created(secretKey(key.Namespace, key.Name), created, r.clock())
 			return created.ResourceVersion, nil
 		}
 		existing := metadataOf(secretGVK)

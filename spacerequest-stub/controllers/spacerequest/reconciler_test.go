@@ -149,9 +149,14 @@ func TestProvisionUseAndTerminate(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// Deletion: Terminating while the namespace goes; envtest has no
-	// namespace controller, so it never goes by itself.
+	// namespace controller, so it never goes by itself. Terminating lasts
+	// only the termination timeout (4s, less the deletionTimestamp's
+	// rounding to the second): the stub's clock is stopped (before the
+	// deletion, so that less than a second of it has passed) to keep it
+	// there, however slow the machine.
+	stubClock.stop(t)
 	g.Expect(c.Delete(ctx, sr)).To(Succeed())
-	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Equal(toolchainv1alpha1.ReasonTerminating))
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonTerminating))
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
 		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
@@ -159,11 +164,13 @@ func TestProvisionUseAndTerminate(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: team, Name: "staging-kubeconfig"}, &corev1.Secret{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the kubeconfig Secret is deleted")
+	g.Expect(reason(key)(g)).To(Equal(toolchainv1alpha1.ReasonTerminating), "still within the termination timeout")
 
 	// After the termination timeout: UnableToTerminate, finalizer kept; its
 	// lastTransitionTime is when UnableToTerminate began (Terminating →
 	// UnableToTerminate keeps Ready False, and the dt-binder's deadline
 	// counts from it).
+	stubClock.resume()
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
 	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
 	cond = ready(g, key)

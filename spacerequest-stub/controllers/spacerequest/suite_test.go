@@ -3,11 +3,13 @@ package spacerequest_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,7 +46,32 @@ var (
 	stubConfig *rest.Config
 	// stubRequests records every request the stub sends.
 	stubRequests = &requestLog{}
+	// stubClock is the stub's clock.
+	stubClock = &clock{}
 )
+
+// clock is the real time, or a time a test stopped it at.
+type clock struct{ stopped atomic.Pointer[time.Time] }
+
+func (c *clock) now() time.Time {
+	if t := c.stopped.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+// stop stops the stub's clock at the current time until resume, or the end
+// of the test: whatever the stub computes from the time (a deleted
+// SpaceRequest's time left before UnableToTerminate) stays put however slow
+// the machine is.
+func (c *clock) stop(t *testing.T) {
+	now := time.Now()
+	c.stopped.Store(&now)
+	t.Cleanup(c.resume)
+}
+
+// resume lets the stub's clock run again.
+func (c *clock) resume() { c.stopped.Store(nil) }
 
 // The stub's own ServiceAccount, as config/components deploys it.
 const (
@@ -86,15 +113,30 @@ func installWritePolicy(ctx context.Context, asStubConfig *rest.Config) error {
 	for {
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: stubNamespace, Name: "policy-probe"}}
 		err := asStub.Create(ctx, probe)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil // refused: the policy is in force
+		if refusedBy(err, policy.Name) {
+			return nil // the policy is in force
 		}
-		_ = env.Client.Delete(ctx, probe)
+		if err == nil {
+			_ = env.Client.Delete(ctx, probe)
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the policy does not refuse the stub's unlabelled Secret after 30s")
+			// Any other error (RBAC's Forbidden, a connection error, the
+			// probe left over) says nothing about the policy.
+			if err == nil {
+				return fmt.Errorf("the policy %s does not refuse the stub's unlabelled Secret after 30s", policy.Name)
+			}
+			return fmt.Errorf("the policy %s does not refuse the stub's unlabelled Secret after 30s: %w", policy.Name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// refusedBy reports whether err is an admission policy's denial naming
+// policy: a ValidatingAdmissionPolicy denies with Invalid (or Forbidden,
+// depending on the validation's reason) and names itself in the message.
+func refusedBy(err error, policy string) bool {
+	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) &&
+		strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'")
 }
 
 // TestMain starts one API server for the package and runs the stub's
@@ -174,6 +216,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	stub.SetClock(stubClock.now)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -302,8 +345,30 @@ func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 		l.mu.Lock()
 		l.requests = append(l.requests, request{at: time.Now(), method: req.Method, url: req.URL})
 		l.mu.Unlock()
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		if err == nil && req.URL.Query().Get("watch") == "true" &&
+			(req.URL.Path == "/api/v1/namespaces" || req.URL.Path == "/api/v1/secrets") {
+			resp.Body = &laggingBody{ReadCloser: resp.Body}
+		}
+		return resp, err
 	})
+}
+
+// watchLag, when positive, holds back every piece of the stub's watch streams
+// of namespaces and Secrets (the kinds it creates) this long: its caches of
+// them lag behind the API server, behind its cache of SpaceRequests and
+// behind its own writes, as a loaded informer may.
+var watchLag atomic.Int64
+
+// laggingBody is a watch stream that watchLag holds back.
+type laggingBody struct{ io.ReadCloser }
+
+func (b *laggingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if d := time.Duration(watchLag.Load()); d > 0 && n > 0 {
+		time.Sleep(d)
+	}
+	return n, err
 }
 
 // since returns the requests sent at or after t.

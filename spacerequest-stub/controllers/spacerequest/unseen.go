@@ -1,0 +1,120 @@
+package spacerequest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// unseenCreateTTL bounds how long a create of the stub's is trusted while
+// Managed has not shown it. A cache is behind by moments; an object Managed
+// never shows (deleted before its watch saw it, across a relist) is looked
+// up on the API server again after this.
+const unseenCreateTTL = 30 * time.Second
+
+// unseenCreates remembers the namespaces and kubeconfig Secrets the stub
+// created that Managed has not shown yet. The reconcile that the stub's own
+// status write wakes often runs before Managed's watch has delivered the
+// Secret (or namespace) created just before that write: Managed's "not
+// found" then means "not cached yet", and without this record the stub would
+// read the Secret (or create the namespace again, AlreadyExists, and read
+// it) from the API server. The record of an object goes as soon as Managed's
+// watch delivers any event of it (the same UID): from then on Managed's
+// answer is the truth again, and a deletion is noticed as before. The event
+// that ends the record also brings the next reconcile (seeingHandler), so a
+// reconcile that trusted the record is never the last word.
+type unseenCreates struct {
+	m sync.Map // string key → *unseenCreate (a pointer: CompareAndDelete compares values)
+}
+
+type unseenCreate struct {
+	uid types.UID
+	at  time.Time
+	// meta is the metadata the stub wrote (labels, annotations).
+	meta metav1.ObjectMeta
+}
+
+// created records obj, just created by the stub at now, under key.
+func (u *unseenCreates) created(key string, obj client.Object, now time.Time) {
+	if obj.GetUID() == "" {
+		return
+	}
+	u.m.Store(key, &unseenCreate{uid: obj.GetUID(), at: now, meta: metav1.ObjectMeta{
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+		Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
+	}})
+}
+
+// pending returns what the stub created under key if Managed has not shown
+// it yet and the record is younger than unseenCreateTTL, and how long it
+// stays trusted.
+func (u *unseenCreates) pending(key string, now time.Time) (*metav1.ObjectMeta, time.Duration, bool) {
+	v, ok := u.m.Load(key)
+	if !ok {
+		return nil, 0, false
+	}
+	c := v.(*unseenCreate)
+	left := unseenCreateTTL - now.Sub(c.at)
+	if left <= 0 {
+		u.m.CompareAndDelete(key, v)
+		return nil, 0, false
+	}
+	return c.meta.DeepCopy(), left, true
+}
+
+// seen ends the record of key when obj is the object the stub created.
+func (u *unseenCreates) seen(key string, obj client.Object) {
+	if v, ok := u.m.Load(key); ok && v.(*unseenCreate).uid == obj.GetUID() {
+		u.m.CompareAndDelete(key, v)
+	}
+}
+
+// forget drops the record of key.
+func (u *unseenCreates) forget(key string) { u.m.Delete(key) }
+
+// seeingHandler calls seen with every object an event carries before next
+// enqueues its reconcile: a reconcile woken by the event finds the record
+// ended.
+type seeingHandler struct {
+	next handler.EventHandler
+	seen func(client.Object)
+}
+
+func (h seeingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.seen(e.Object)
+	h.next.Create(ctx, e, q)
+}
+
+func (h seeingHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.seen(e.ObjectNew)
+	h.next.Update(ctx, e, q)
+}
+
+func (h seeingHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.seen(e.Object)
+	h.next.Delete(ctx, e, q)
+}
+
+func (h seeingHandler) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.seen(e.Object)
+	h.next.Generic(ctx, e, q)
+}
+
+// namespaceKey names a namespace in unseenCreates.
+func namespaceKey(name string) string { return "namespace/" + name }
+
+// seenNamespace and seenSecret end the record of a namespace or Secret that
+// Managed's watch delivered.
+func (r *Reconciler) seenNamespace(o client.Object) { r.unseen.seen(namespaceKey(o.GetName()), o) }
+
+func (r *Reconciler) seenSecret(o client.Object) {
+	r.unseen.seen(secretKey(o.GetNamespace(), o.GetName()), o)
+}
