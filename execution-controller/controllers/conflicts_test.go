@@ -218,9 +218,9 @@ func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
 
 	waits := func(name string) []string {
-		return logs.matching(`"msg":"waiting for a namesake deploy item to go"`, ns+"/"+name)
+		return logs.Lines(`"msg":"waiting for a namesake deploy item to go"`, ns+"/"+name)
 	}
-	errs := func(name string) []string { return logs.matching(`"Reconciler error"`, ns+"/"+name) }
+	errs := func(name string) []string { return logs.Lines(`"Reconciler error"`, ns+"/"+name) }
 	cases := []struct {
 		exec     *lsv1alpha1.Execution
 		item     string
@@ -384,9 +384,9 @@ func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
 
 	waits := func(name string) []string {
-		return logs.matching(`"msg":"waiting for a namesake exports DataObject to go"`, ns+"/"+name)
+		return logs.Lines(`"msg":"waiting for a namesake exports DataObject to go"`, ns+"/"+name)
 	}
-	errs := func(name string) []string { return logs.matching(`"Reconciler error"`, ns+"/"+name) }
+	errs := func(name string) []string { return logs.Lines(`"Reconciler error"`, ns+"/"+name) }
 	cases := []struct {
 		exec       *lsv1alpha1.Execution
 		namesake   *lsv1alpha1.DataObject

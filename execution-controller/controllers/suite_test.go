@@ -1,12 +1,10 @@
 package controllers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +32,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
+	"github.com/terrace-dev/terrace/kit/testlog"
 )
 
 // One API server for the package; every test gets its own namespace and its
@@ -108,15 +107,15 @@ func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap fu
 
 // startManagerLogging is startManager with the manager's log (info and
 // errors: what a deployment logs by default) collected for the test.
-func startManagerLogging(t testing.TB, ns string, opts controllers.Options) (*running, *logLines) {
+func startManagerLogging(t testing.TB, ns string, opts controllers.Options) (*running, *testlog.Buffer) {
 	t.Helper()
-	logs := &logLines{}
+	logs := &testlog.Buffer{}
 	return startManagerLoggingTo(t, ns, opts, nil, logs), logs
 }
 
 // startManagerLoggingTo is startManagerWith with the manager's log written
 // to logs, when logs is not nil.
-func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config), logs *logLines) *running {
+func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config), logs *testlog.Buffer) *running {
 	t.Helper()
 	ctrlCfg := manager.Options{Concurrency: 4}.ControllerConfig()
 	// Several managers run in one process over the tests' lifetime.
@@ -163,35 +162,6 @@ func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wr
 	}()
 	t.Cleanup(r.stop)
 	return r
-}
-
-// logLines collects a manager's log (JSON, one entry a line).
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// matching returns the entries containing each of subs.
-func (l *logLines) matching(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		ok := line != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // testOptions are the defaults with the given timeouts overridden.

@@ -1,13 +1,11 @@
 package manager
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/terrace-dev/terrace/kit/testenv"
+	"github.com/terrace-dev/terrace/kit/testlog"
 )
 
 // recordedLine is one call that reached the recording sink.
@@ -129,49 +128,32 @@ func TestOtherErrorsAreLoggedUnchanged(t *testing.T) {
 	}
 }
 
-// syncBuffer is written by the event broadcaster's goroutine and read by the
-// test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines decodes the JSON lines written so far.
-func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+// jsonLines decodes the JSON lines out holds so far (out is written by the
+// event broadcaster's goroutine while the test reads).
+func jsonLines(t *testing.T, out *testlog.Buffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		if l == "" {
-			continue
-		}
+	var lines []map[string]any
+	for _, l := range out.Lines() {
 		m := map[string]any{}
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", l, err)
 		}
-		out = append(out, m)
+		lines = append(lines, m)
 	}
-	return out
+	return lines
 }
 
 // The process's logger keeps error lines as they were: at error level, with
 // a stack trace that starts at the caller, not inside the filter.
 func TestLoggerKeepsErrorsAndTheirStackTraces(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	log, err := newLogger("test", Options{LogLevel: "debug"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.WithName("events").Error(errors.New("boom"), rejectedEventMessage)
 
-	lines := out.lines(t)
+	lines := jsonLines(t, &out)
 	if len(lines) != 1 || lines[0]["level"] != "error" || lines[0]["error"] != "boom" {
 		t.Fatalf("want one error line, got %v", lines)
 	}
@@ -192,7 +174,7 @@ func TestEventInTerminatingNamespaceIsNotAnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var out syncBuffer
+	var out testlog.Buffer
 	log, err := newLogger("test", Options{LogLevel: "debug"}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -237,14 +219,14 @@ func TestEventInTerminatingNamespaceIsNotAnError(t *testing.T) {
 	g := gomega.NewWithT(t)
 	var rejected map[string]any
 	g.Eventually(func() map[string]any {
-		for _, l := range out.lines(t) {
+		for _, l := range jsonLines(t, &out) {
 			if l["msg"] == rejectedEventMessage {
 				return l
 			}
 		}
 		return nil
 	}).WithTimeout(30 * time.Second).ShouldNot(gomega.BeNil())
-	for _, l := range out.lines(t) {
+	for _, l := range jsonLines(t, &out) {
 		if l["msg"] == rejectedEventMessage {
 			rejected = l
 		}

@@ -101,7 +101,7 @@ func TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob(t *testing.T) {
 	for _, c := range cases {
 		g.Eventually(getInst(ns, c.inst), timeout, interval).Should(waitsForName(c.phase, c.kind, ns, c.name),
 			func() string { i, _ := getInst(ns, c.inst)(); return lastError(i) })
-		g.Eventually(func() []string { return managerLog.of(ns, c.inst, waitLine) }, timeout, interval).Should(HaveLen(1), "the wait is logged")
+		g.Eventually(func() []string { return logLines(ns, c.inst, waitLine) }, timeout, interval).Should(HaveLen(1), "the wait is logged")
 	}
 	g.Eventually(warningEvents(ctx, ns, "ExportNameTaken"), timeout, interval).Should(ConsistOf("exp", "tgt", "p"))
 	g.Expect(gone(getInst(ns, "p-b"))()).To(BeFalse(), "p's sub-installations exist")
@@ -123,8 +123,8 @@ func TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: owners[c.inst]}, obj)).To(Succeed())
 		g.Expect(obj.GetOwnerReferences()).To(HaveExactElements(And(HaveField("UID", inst.UID), HaveField("Controller", HaveValue(BeTrue())))),
 			"%s %s is written anew by %s", c.kind, c.name, c.inst)
-		g.Expect(managerLog.of(ns, c.inst, "Reconciler error")).To(BeEmpty(), "waiting is no reconcile error")
-		g.Expect(managerLog.of(ns, c.inst, waitLine)).To(HaveLen(1), "logged once, not on every reconcile")
+		g.Expect(logLines(ns, c.inst, "Reconciler error")).To(BeEmpty(), "waiting is no reconcile error")
+		g.Expect(logLines(ns, c.inst, waitLine)).To(HaveLen(1), "logged once, not on every reconcile")
 	}
 	owner, value := controlledBy(g, ns, "p.x")
 	g.Expect(owner).To(Equal("p"))

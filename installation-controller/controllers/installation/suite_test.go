@@ -1,7 +1,6 @@
 package installation_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -34,6 +33,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
+	"github.com/terrace-dev/terrace/kit/testlog"
 )
 
 var (
@@ -145,7 +145,7 @@ func startManager(t testing.TB) {
 // managerLog holds what the shared manager logged, for the tests that check
 // what a job logs (or does not: a "Reconciler error" for a mere wait). Each
 // test finds its own lines by its namespace.
-var managerLog = &logLines{}
+var managerLog = &testlog.Buffer{}
 
 // managerLogger logs what a deployment logs by default (info and errors, as
 // JSON) into managerLog; with TEST_LOG set, debug lines too, and to stderr
@@ -157,32 +157,11 @@ func managerLogger() logr.Logger {
 	return crzap.New(crzap.UseDevMode(true), crzap.JSONEncoder(), crzap.WriteTo(io.MultiWriter(managerLog, os.Stderr)))
 }
 
-// logLines is a log sink collecting JSON lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// of returns the lines the reconciles of installation ns/name logged with
+// logLines are the lines the reconciles of installation ns/name logged with
 // message msg (controller-runtime names the request in every line of a
 // reconcile, "Reconciler error" included).
-func (l *logLines) of(ns, name, msg string) []string {
-	want := []string{fmt.Sprintf(`"msg":%q`, msg), fmt.Sprintf(`"Installation":{"name":%q,"namespace":%q}`, name, ns)}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for line := range strings.Lines(l.buf.String()) {
-		if strings.Contains(line, want[0]) && strings.Contains(line, want[1]) {
-			out = append(out, line)
-		}
-	}
-	return out
+func logLines(ns, name, msg string) []string {
+	return managerLog.Lines(fmt.Sprintf(`"msg":%q`, msg), fmt.Sprintf(`"Installation":{"name":%q,"namespace":%q}`, name, ns))
 }
 
 // setup starts the controllers (once) and creates a namespace for the test.
