@@ -160,7 +160,9 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	w := &limitedWriter{w: &buf, left: MaxOutputBytes}
 	fs.budget.reset(w)
 	if err := t.Execute(w, values); err != nil {
-		return nil, fail("render", err, src.Template, lineOf(templateLine, err), base-1)
+		e := fail("render", err, src.Template, lineOf(templateLine, err), base-1)
+		e.Cause += missingImportHint(err, values)
+		return nil, e
 	}
 	// Decoding the document allocates far more than its text, like
 	// fromYaml (yaml.go): 4 MB of `0,` took 680 MB. The render's results

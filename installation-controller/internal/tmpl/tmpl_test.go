@@ -70,3 +70,35 @@ func TestErrorsNameExecutionFileLineAndSnippet(t *testing.T) {
 		})
 	}
 }
+
+// A misspelled import renders as nothing (missingkey=zero), and the action
+// fails one step later ("nil pointer evaluating interface {}.metadata"):
+// the error names the import the blueprint does not have and the ones it
+// has. A failure under an import that exists gets no such note.
+func TestMisspelledImportIsNamed(t *testing.T) {
+	values := map[string]any{"imports": map[string]any{
+		"cluster": map[string]any{"metadata": map[string]any{"name": "c"}},
+		"db":      map[string]any{"url": "x"},
+	}}
+	for name, tc := range map[string]struct {
+		tpl, want, notWant string
+		values             map[string]any
+	}{
+		"misspelled": {tpl: "a: {{ .imports.clustr.metadata.name }}\n", values: values,
+			want: `the blueprint has no import "clustr" (its imports: cluster, db)`},
+		"no imports at all": {tpl: "a: {{ .imports.cluster.metadata.name }}\n", values: map[string]any{},
+			want: `the blueprint has no import "cluster" (it has none)`},
+		"existing import, other failure": {tpl: "a: {{ .imports.db.url.host }}\n", values: values,
+			want: "can't evaluate field host", notWant: "has no import"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Template: tc.tpl}, tc.values)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("err = %v, should not contain %q", err, tc.notWant)
+			}
+		})
+	}
+}
