@@ -20,6 +20,7 @@ import (
 	"github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
+	"github.com/terrace-dev/terrace/kit/testlog"
 )
 
 // expectConfigFailure waits for exec's job to end Failed with reason and
@@ -217,10 +218,7 @@ func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
 
-	waits := func(name string) []string {
-		return logs.Lines(`"msg":"waiting for a namesake deploy item to go"`, ns+"/"+name)
-	}
-	errs := func(name string) []string { return logs.Lines(`"Reconciler error"`, ns+"/"+name) }
+	wl := waitLog{logs: logs, ns: ns, msg: "waiting for a namesake deploy item to go"}
 	cases := []struct {
 		exec     *lsv1alpha1.Execution
 		item     string
@@ -228,10 +226,7 @@ func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	}{{again, "a", earlier}, {app, "db-main", other}}
 	for _, c := range cases {
 		expectNameTaken(g, c.exec, c.namesake.Name)
-		g.Eventually(func(g Gomega) {
-			g.Expect(errs(c.namesake.Name)).To(BeEmpty(), "the wait is no reconcile error")
-			g.Expect(waits(c.namesake.Name)).NotTo(BeEmpty(), "the wait is logged")
-		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		wl.expectWaiting(g, c.namesake.Name)
 	}
 
 	releaseNamesake(g, earlier)
@@ -245,8 +240,7 @@ func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 				To(Equal(execution.ReasonSucceeded))
 			g.Expect(metav1.GetControllerOf(getItem(g, ns, c.exec.Name, c.item)).UID).To(Equal(cur.UID))
 		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
-		g.Expect(errs(c.namesake.Name)).To(BeEmpty())
-		g.Expect(waits(c.namesake.Name)).To(HaveLen(1), "logged once, not on every reconcile")
+		wl.expectLoggedOnce(g, c.namesake.Name)
 	}
 }
 
@@ -383,10 +377,7 @@ func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, again)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
 
-	waits := func(name string) []string {
-		return logs.Lines(`"msg":"waiting for a namesake exports DataObject to go"`, ns+"/"+name)
-	}
-	errs := func(name string) []string { return logs.Lines(`"Reconciler error"`, ns+"/"+name) }
+	wl := waitLog{logs: logs, ns: ns, msg: "waiting for a namesake exports DataObject to go"}
 	cases := []struct {
 		exec       *lsv1alpha1.Execution
 		namesake   *lsv1alpha1.DataObject
@@ -408,10 +399,7 @@ func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 		g.Eventually(func(g Gomega) []string { return observabilitytest.Events(g, env.Client, ns, c.exec.Name) }).
 			WithTimeout(eventually).WithPolling(poll).
 			Should(ContainElement(corev1.EventTypeWarning + "/" + execution.ReasonDataObjectNameTaken))
-		g.Eventually(func(g Gomega) {
-			g.Expect(errs(c.namesake.Name)).To(BeEmpty(), "the wait is no reconcile error")
-			g.Expect(waits(c.namesake.Name)).NotTo(BeEmpty(), "the wait is logged")
-		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+		wl.expectWaiting(g, c.namesake.Name)
 	}
 
 	releaseNamesake(g, earlier)
@@ -429,8 +417,7 @@ func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 			g.Expect(string(do.Data.RawMessage)).To(MatchJSON(`{"a":` + c.value + `}`))
 			g.Expect(metav1.GetControllerOf(do).UID).To(Equal(cur.UID))
 		}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
-		g.Expect(errs(c.namesake.Name)).To(BeEmpty())
-		g.Expect(waits(c.namesake.Name)).To(HaveLen(1), "logged once, not on every reconcile")
+		wl.expectLoggedOnce(g, c.namesake.Name)
 	}
 }
 
@@ -563,4 +550,35 @@ func TestExistingOwnItemIsNotCreatedTwice(t *testing.T) {
 	g.Expect(after.DeletionTimestamp).To(BeNil())
 	g.Expect(after.Labels).To(HaveKeyWithValue(lsv1alpha1.ExecutionItemNameLabel, "a"))
 	g.Expect(after.Status.JobIDFinished).To(Equal(done.Status.JobID))
+}
+
+// waitLog reads, in a manager's log, a job's wait for a namesake object to go
+// (logged with msg) and the reconcile errors naming that object.
+type waitLog struct {
+	logs    *testlog.Buffer
+	ns, msg string
+}
+
+func (w waitLog) waits(name string) []string {
+	return w.logs.Lines(`"msg":"`+w.msg+`"`, w.ns+"/"+name)
+}
+
+func (w waitLog) errs(name string) []string {
+	return w.logs.Lines(`"Reconciler error"`, w.ns+"/"+name)
+}
+
+// expectWaiting: the wait for namesake name is logged, and is no reconcile
+// error.
+func (w waitLog) expectWaiting(g Gomega, name string) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(w.errs(name)).To(BeEmpty(), "the wait is no reconcile error")
+		g.Expect(w.waits(name)).NotTo(BeEmpty(), "the wait is logged")
+	}).WithTimeout(eventually).WithPolling(poll).Should(Succeed())
+}
+
+// expectLoggedOnce: once the wait is over, it was logged once in all, never
+// as a reconcile error.
+func (w waitLog) expectLoggedOnce(g Gomega, name string) {
+	g.Expect(w.errs(name)).To(BeEmpty())
+	g.Expect(w.waits(name)).To(HaveLen(1), "logged once, not on every reconcile")
 }

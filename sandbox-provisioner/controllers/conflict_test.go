@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
@@ -116,10 +117,16 @@ func conflictTarget(ns string, finalizer bool) *appstudiov1alpha1.DeploymentTarg
 	return dt
 }
 
-// expectRaceLost checks that the racing writer changed dt before the
-// reconciler's write, so that the write was refused: the test provoked the
-// conflict it is about.
-func expectRaceLost(g *WithT, c *racingClient, dt *appstudiov1alpha1.DeploymentTarget) *appstudiov1alpha1.DeploymentTarget {
+// reconcileLosingRace runs r's first reconcile of dt, whose guarded write c
+// makes lose a race: a race lost is no error, the reconcile asks to run
+// again, and no failure Event is recorded (noEvent says which). It then checks
+// that the racing writer changed dt before the reconciler's write, so that the
+// write was refused: the test provoked the conflict it is about.
+func reconcileLosingRace(g *WithT, r reconcile.Reconciler, c *racingClient, rec *reasonRecorder, dt *appstudiov1alpha1.DeploymentTarget, noEvent string) *appstudiov1alpha1.DeploymentTarget {
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)})
+	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
+	g.Expect(rec.take()).To(BeEmpty(), noEvent)
 	g.Expect(c.races.Load()).To(BeNumerically(">=", 1), "the reconciler wrote the target")
 	cur := &appstudiov1alpha1.DeploymentTarget{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(dt), cur)).To(Succeed())
@@ -146,15 +153,11 @@ func TestConflictOnFinalizerRemovalIsRetried(t *testing.T) {
 	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
-	res, err := r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
-	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
-	g.Expect(rec.take()).To(BeEmpty(), "no DeprovisioningFailed, nothing released yet")
-	cur := expectRaceLost(g, c, dt)
+	cur := reconcileLosingRace(g, r, c, rec, dt, "no DeprovisioningFailed, nothing released yet")
 	g.Expect(cur.Finalizers).To(ContainElement(appstudiov1alpha1.TargetFinalizer), "the refused write removed nothing")
 
 	// The retry reads the newer copy and releases the target.
-	_, err = r.Reconcile(ctx, req)
+	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gone(dt)()).To(BeTrue(), "the finalizer was removed and the target is gone")
 	g.Expect(rec.take()).To(Equal([]string{target.EventReleased}))
@@ -174,14 +177,10 @@ func TestConflictOnFinalizerAddIsRetried(t *testing.T) {
 	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
-	res, err := r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
-	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
-	g.Expect(rec.take()).To(BeEmpty(), "no DeprovisioningFailed")
-	cur := expectRaceLost(g, c, dt)
+	cur := reconcileLosingRace(g, r, c, rec, dt, "no DeprovisioningFailed")
 	g.Expect(cur.Finalizers).To(BeEmpty(), "the refused write added nothing")
 
-	_, err = r.Reconcile(ctx, req)
+	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
 	g.Expect(cur.Finalizers).To(ConsistOf(appstudiov1alpha1.TargetFinalizer))
@@ -205,14 +204,10 @@ func TestConflictOnLateTargetDeletionIsRetried(t *testing.T) {
 	// The SpaceRequest of the target's name is gone: the late-target check.
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
-	res, err := r.Reconcile(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
-	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
-	g.Expect(rec.take()).To(BeEmpty(), "no OrphanCleanupFailed")
-	cur := expectRaceLost(g, c, dt)
+	cur := reconcileLosingRace(g, r, c, rec, dt, "no OrphanCleanupFailed")
 	g.Expect(cur.DeletionTimestamp).To(BeNil(), "the refused deletion deleted nothing")
 
-	_, err = r.Reconcile(ctx, req)
+	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
 	g.Expect(cur.DeletionTimestamp).NotTo(BeNil(), "deleted on the retry (its finalizer holds it)")
