@@ -63,7 +63,11 @@ running() {
   [[ -n "${pid}" && -r "/proc/${pid}/stat" ]] || return 1
   state="$(awk '{ print $3 }' "/proc/${pid}/stat" 2>/dev/null)" || return 1
   [[ "${state}" != "Z" ]] || return 1
-  tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- "/$1 "
+  # Read the command line whole and match in bash: `| grep -q` would exit at the
+  # first match and, under pipefail, tr's SIGPIPE would make a match a miss.
+  local cmdline
+  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
+  [[ "${cmdline} " == *"/$1 "* ]]
 }
 
 # started_at PID: the process's start time, in seconds since the epoch.
