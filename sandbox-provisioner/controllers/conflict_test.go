@@ -2,9 +2,11 @@ package controllers_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +35,9 @@ type racingClient struct {
 	client.Client
 	t     *testing.T
 	races atomic.Int32
+	// always races every target write, not only the first: a writer that
+	// keeps changing the target.
+	always bool
 }
 
 func (c *racingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -46,14 +51,18 @@ func (c *racingClient) Delete(ctx context.Context, obj client.Object, opts ...cl
 }
 
 func (c *racingClient) race(ctx context.Context, obj client.Object) {
-	if _, ok := obj.(*appstudiov1alpha1.DeploymentTarget); !ok || c.races.Add(1) > 1 {
+	if _, ok := obj.(*appstudiov1alpha1.DeploymentTarget); !ok {
+		return
+	}
+	race := c.races.Add(1)
+	if race > 1 && !c.always {
 		return
 	}
 	g := NewWithT(c.t)
 	cur := &appstudiov1alpha1.DeploymentTarget{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur)).To(Succeed())
 	base := cur.DeepCopy()
-	metav1.SetMetaDataAnnotation(&cur.ObjectMeta, racedAnnotation, "true")
+	metav1.SetMetaDataAnnotation(&cur.ObjectMeta, racedAnnotation, strconv.Itoa(int(race)))
 	g.Expect(c.Client.Patch(ctx, cur, client.MergeFrom(base))).To(Succeed())
 }
 
@@ -212,4 +221,40 @@ func TestConflictOnLateTargetDeletionIsRetried(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
 	g.Expect(cur.DeletionTimestamp).NotTo(BeNil(), "deleted on the retry (its finalizer holds it)")
 	g.Expect(rec.take()).To(Equal([]string{orphan.EventOrphanDeleted}))
+}
+
+// TestRecurringConflictIsReported: a writer that changes the target before
+// every one of the provisioner's writes is no race lost but something the
+// user must see. The retries back off (each delay longer than the one
+// before), the first sandbox.ConflictsBeforeReport-1 conflicts are quiet,
+// and the next one is reported as a DeprovisioningFailed Event, still
+// without a "Reconciler error". Nothing is written meanwhile.
+func TestRecurringConflictIsReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := unique("conflict-recurring")
+	createNamespace(t, n)
+	dt := createConflictTarget(t, n, false)
+
+	c := &racingClient{Client: env.Client, t: t, always: true}
+	rec := &reasonRecorder{}
+	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
+
+	var last time.Duration
+	for i := 1; i <= sandbox.ConflictsBeforeReport; i++ {
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred(), "conflict %d: a conflict is not returned as an error", i)
+		g.Expect(res.RequeueAfter).To(BeNumerically(">", last), "conflict %d: the retry backs off", i)
+		last = res.RequeueAfter
+		g.Expect(c.races.Load()).To(BeNumerically("==", i), "each reconcile wrote the target once, and lost")
+		if i < sandbox.ConflictsBeforeReport {
+			g.Expect(rec.take()).To(BeEmpty(), "conflict %d: not reported yet", i)
+		} else {
+			g.Expect(rec.take()).To(Equal([]string{target.EventDeprovisioningFailed}), "conflict %d: reported", i)
+		}
+	}
+	cur := &appstudiov1alpha1.DeploymentTarget{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dt), cur)).To(Succeed())
+	g.Expect(cur.Finalizers).To(BeEmpty(), "every refused write added nothing")
 }

@@ -75,6 +75,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on claims.
 	Recorder events.EventRecorder
+
+	// outcomes ends each reconcile and counts conflicts in a row per object
+	// (sandbox.Outcomes).
+	outcomes sandbox.Outcomes
 	// DefaultTierName is the tier of SpaceRequests whose class names none.
 	DefaultTierName string
 
@@ -207,6 +211,9 @@ func (s *scope) Stopped() bool { return s.stop }
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.outcomes.Forget(req.NamespacedName)
+		}
 		// A deleted claim's SpaceRequest is the orphan reconciler's business.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -223,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.checkCredentialsSecret,
 		r.createTarget,
 	})
-	return sandbox.Outcome(ctx, ctrl.Result{RequeueAfter: s.requeueAfter}, err, func(err error) {
+	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{RequeueAfter: s.requeueAfter}, err, func(err error) {
 		if !s.reported {
 			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
 		}

@@ -80,6 +80,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on SpaceRequests.
 	Recorder events.EventRecorder
+
+	// outcomes ends each reconcile and counts conflicts in a row per object
+	// (sandbox.Outcomes).
+	outcomes sandbox.Outcomes
 }
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
@@ -167,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.deleteUnusedSpaceRequest,
 		r.reclaimOrphanTarget,
 	})
-	return sandbox.Outcome(ctx, ctrl.Result{}, err, func(err error) {
+	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{}, err, func(err error) {
 		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
 	})
 }
@@ -182,15 +186,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.NamespacedName) (_ ctrl.Result, retErr error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	if err := r.Client.Get(ctx, key, dt); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.outcomes.Forget(key)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !lateTargetCandidate(dt, key.Name) {
+		r.outcomes.Forget(key)
 		return ctrl.Result{}, nil
 	}
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
 	// Reported on the target: the SpaceRequest may be gone.
-	return sandbox.Outcome(ctx, ctrl.Result{}, r.deleteLateTarget(ctx, key, dt), func(err error) {
+	return r.outcomes.Of(ctx, key, ctrl.Result{}, r.deleteLateTarget(ctx, key, dt), func(err error) {
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
 	})
 }

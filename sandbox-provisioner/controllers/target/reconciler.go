@@ -77,6 +77,10 @@ type Reconciler struct {
 	// Recorder records events on targets.
 	Recorder events.EventRecorder
 
+	// outcomes ends each reconcile and counts conflicts in a row per object
+	// (sandbox.Outcomes).
+	outcomes sandbox.Outcomes
+
 	// deletions are SpaceRequest deletions seen in watch events, by the
 	// target of the SpaceRequest's name, for the target's next reconcile to
 	// report; reported are those reported, so that each is reported once.
@@ -229,6 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 			r.unableReported.forget(req.NamespacedName)
+			r.outcomes.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -255,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.removeFinalizer,
 		})
 	}
-	return sandbox.Outcome(ctx, ctrl.Result{}, err, func(err error) {
+	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{}, err, func(err error) {
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventDeprovisioningFailed, "Deprovision", "%v", err)
 	})
 }
@@ -277,7 +282,7 @@ func spaceRequestName(dt *appstudiov1alpha1.DeploymentTarget) string {
 
 // patchFinalizers writes a finalizer change, failing on a concurrent change
 // so that no other writer's finalizer is lost (a conflict: the reconcile
-// runs again on the newer copy, see sandbox.Outcome).
+// runs again on the newer copy, see sandbox.Outcomes).
 func (r *Reconciler) patchFinalizers(ctx context.Context, dt *appstudiov1alpha1.DeploymentTarget, mutate func(client.Object) bool) error {
 	base := dt.DeepCopy()
 	if !mutate(dt) {
