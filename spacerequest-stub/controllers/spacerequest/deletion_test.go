@@ -6,6 +6,7 @@ package spacerequest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,4 +226,66 @@ func provisionedEnv(t *testing.T, g *WithT, prefix string) (*toolchainv1alpha1.S
 	key := client.ObjectKeyFromObject(sr)
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
 	return sr, key, team + "-env"
+}
+
+// TestOwnNamespaceDeletionIsNoOrphan: the stub removes a SpaceRequest's
+// finalizer once the API server says its namespace is gone, and the
+// SpaceRequest's disappearance may be reconciled before the stub's cache of
+// namespaces shows even the namespace's deletion. That namespace, which the
+// stub deleted itself, is no orphan: no list to confirm the SpaceRequest is
+// gone, no second delete, no OrphanedNamespaceDeleted Warning.
+func TestOwnNamespaceDeletionIsNoOrphan(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	_, key, provisioned := provisionedEnv(t, g, "team-own-delete")
+	g.Eventually(func(g Gomega) bool { return inStubCache(g, namespaceGVK, client.ObjectKey{Name: provisioned}) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+
+	// From here the stub's cache of namespaces stands still: it shows the
+	// namespace as provisioned, not terminating, until the end.
+	release := holdNamespaceWatch(t)
+	start := time.Now()
+	g.Expect(c.Delete(ctx, &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})).To(Succeed())
+	ns := &corev1.Namespace{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the stub deletes the namespace")
+	finalizeNamespace(t, g, provisioned)
+	// No namespace event can wake the stub: a change to the SpaceRequest
+	// does, and it finds the namespace gone on the API server.
+	g.Eventually(func() error {
+		sr := &toolchainv1alpha1.SpaceRequest{}
+		if err := c.Get(ctx, key, sr); err != nil {
+			return err
+		}
+		base := sr.DeepCopy()
+		metav1.SetMetaDataAnnotation(&sr.ObjectMeta, "test.terrace.dev/poke", "1")
+		return c.Patch(ctx, sr, client.MergeFrom(base))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the SpaceRequest is released")
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(namespaceGVK)
+	g.Expect(stub.Managed.Get(ctx, client.ObjectKey{Name: provisioned}, cached)).To(Succeed(),
+		"the stub's cache still shows the namespace it deleted")
+	g.Expect(cached.DeletionTimestamp).To(BeNil(), "and shows it not terminating")
+
+	confirmations := func() []string {
+		var out []string
+		for _, r := range stubRequests.since(start) {
+			if v := r.verb(); (v == "list" && strings.Contains(r.url.Path, "/namespaces/"+key.Namespace+"/spacerequests")) ||
+				(v == "delete" && r.url.Path == "/api/v1/namespaces/"+provisioned) {
+				out = append(out, r.String())
+			}
+		}
+		return out
+	}
+	g.Consistently(confirmations).WithTimeout(consistency).WithPolling(interval).Should(HaveLen(1),
+		"one delete of the namespace (terminating the SpaceRequest), no list to confirm the SpaceRequest is gone, no second delete")
+	g.Expect(confirmations()[0]).To(HavePrefix("DELETE"))
+	release()
+	g.Consistently(func(g Gomega) []string { return observabilitytest.Events(g, c, metav1.NamespaceDefault, provisioned) }).
+		WithTimeout(consistency).WithPolling(interval).ShouldNot(ContainElement("Warning/" + spacerequest.EventOrphanedNamespaceDeleted))
 }

@@ -176,6 +176,9 @@ type Reconciler struct {
 	// unseen remembers the namespaces and kubeconfig Secrets the stub
 	// created that Managed has not shown yet (see unseenCreates).
 	unseen unseenCreates
+	// deletedNamespaces remembers the namespaces the stub deleted that
+	// Managed does not show terminating yet (see ownDeletions).
+	deletedNamespaces ownDeletions
 }
 
 // remember records that the object named key is, at resourceVersion rv,
@@ -245,7 +248,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("spacerequest").
 		For(&toolchainv1alpha1.SpaceRequest{}).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(secretGVK), seeingHandler{next: toOwner, seen: r.seenSecret})).
-		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), seeingHandler{next: toSpaceRequest, seen: r.seenNamespace})).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), seeingHandler{next: toSpaceRequest, seen: r.seenNamespace, gone: r.goneNamespace})).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(serviceAccountGVK), toSpaceRequest)).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(roleBindingGVK), toSpaceRequest)).
 		Complete(r)
@@ -1058,6 +1061,7 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting namespace %s: %w", name, err)
 		}
+		r.deletedNamespaces.deleted(name, ns.UID)
 		log.Info("deleting namespace", "namespace", name)
 	}
 
@@ -1110,7 +1114,11 @@ func (r *Reconciler) deleteOrphanedNamespace(ctx context.Context, key types.Name
 	if err := r.Managed.Get(ctx, client.ObjectKey{Name: name}, cached); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if cached.Annotations[SpaceRequestAnnotation] != Key(gone) || !cached.DeletionTimestamp.IsZero() {
+	if cached.Annotations[SpaceRequestAnnotation] != Key(gone) || !cached.DeletionTimestamp.IsZero() ||
+		r.deletedNamespaces.has(name, cached.UID) {
+		// Not the SpaceRequest's, or already on its way out: deleted by
+		// the stub itself when it terminated the SpaceRequest, even if
+		// Managed does not show that yet.
 		return nil
 	}
 	// The stub's RBAC lists SpaceRequests (it has no get): a list of the one
@@ -1125,7 +1133,11 @@ func (r *Reconciler) deleteOrphanedNamespace(ctx context.Context, key types.Name
 	}
 	ns := metadataOf(namespaceGVK)
 	ns.Name, ns.UID = name, cached.UID
-	if err := client.IgnoreNotFound(r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID})); err != nil {
+	if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone already: Managed was behind; nothing was left behind.
+			return nil
+		}
 		return fmt.Errorf("deleting namespace %s of SpaceRequest %s, which is gone: %w", name, key, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted the namespace of a SpaceRequest that is gone without being cleaned up (its finalizer was removed)",

@@ -348,7 +348,7 @@ func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 		resp, err := rt.RoundTrip(req)
 		if err == nil && req.URL.Query().Get("watch") == "true" &&
 			(req.URL.Path == "/api/v1/namespaces" || req.URL.Path == "/api/v1/secrets") {
-			resp.Body = &laggingBody{ReadCloser: resp.Body}
+			resp.Body = &laggingBody{ReadCloser: resp.Body, namespaces: req.URL.Path == "/api/v1/namespaces"}
 		}
 		return resp, err
 	})
@@ -360,13 +360,41 @@ func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 // behind its own writes, as a loaded informer may.
 var watchLag atomic.Int64
 
-// laggingBody is a watch stream that watchLag holds back.
-type laggingBody struct{ io.ReadCloser }
+// namespaceWatchHeld, when set, holds back the stub's watch stream of
+// namespaces until it is closed (see holdNamespaceWatch).
+var namespaceWatchHeld atomic.Pointer[chan struct{}]
+
+// holdNamespaceWatch holds back what the stub's watch of namespaces
+// delivers, from now until the returned release (also called when the test
+// ends): its cache of namespaces stands still.
+func holdNamespaceWatch(t *testing.T) (release func()) {
+	held := make(chan struct{})
+	namespaceWatchHeld.Store(&held)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			namespaceWatchHeld.Store(nil)
+			close(held)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// laggingBody is a watch stream that watchLag (and, for namespaces,
+// namespaceWatchHeld) holds back.
+type laggingBody struct {
+	io.ReadCloser
+	namespaces bool
+}
 
 func (b *laggingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if d := time.Duration(watchLag.Load()); d > 0 && n > 0 {
 		time.Sleep(d)
+	}
+	if held := namespaceWatchHeld.Load(); held != nil && b.namespaces && n > 0 {
+		<-*held
 	}
 	return n, err
 }

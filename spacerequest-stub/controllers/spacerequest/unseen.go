@@ -82,10 +82,11 @@ func (u *unseenCreates) forget(key string) { u.m.Delete(key) }
 
 // seeingHandler calls seen with every object an event carries before next
 // enqueues its reconcile: a reconcile woken by the event finds the record
-// ended.
+// ended. gone, if set, is also called with the object of a deletion.
 type seeingHandler struct {
 	next handler.EventHandler
 	seen func(client.Object)
+	gone func(client.Object)
 }
 
 func (h seeingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -100,6 +101,9 @@ func (h seeingHandler) Update(ctx context.Context, e event.UpdateEvent, q workqu
 
 func (h seeingHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.seen(e.Object)
+	if h.gone != nil {
+		h.gone(e.Object)
+	}
 	h.next.Delete(ctx, e, q)
 }
 
@@ -113,8 +117,46 @@ func namespaceKey(name string) string { return "namespace/" + name }
 
 // seenNamespace and seenSecret end the record of a namespace or Secret that
 // Managed's watch delivered.
-func (r *Reconciler) seenNamespace(o client.Object) { r.unseen.seen(namespaceKey(o.GetName()), o) }
+func (r *Reconciler) seenNamespace(o client.Object) {
+	r.unseen.seen(namespaceKey(o.GetName()), o)
+	r.deletedNamespaces.seen(o, false)
+}
+
+// goneNamespace ends the record of a namespace the stub deleted whose
+// deletion Managed's watch delivered.
+func (r *Reconciler) goneNamespace(o client.Object) { r.deletedNamespaces.seen(o, true) }
 
 func (r *Reconciler) seenSecret(o client.Object) {
 	r.unseen.seen(secretKey(o.GetNamespace(), o.GetName()), o)
+}
+
+// ownDeletions remembers the namespaces the stub deleted itself (terminating
+// a SpaceRequest), by UID, until Managed shows them terminating or gone. The
+// stub removes a SpaceRequest's finalizer once the API server says its
+// namespace is gone; the reconcile that the SpaceRequest's disappearance
+// wakes may run before Managed's watch has delivered even the namespace's
+// deletion. Without this record, deleteOrphanedNamespace would take the
+// cached copy for a namespace left behind by a SpaceRequest whose finalizer
+// was removed by hand: a list to confirm, a second delete and a false
+// OrphanedNamespaceDeleted Warning.
+type ownDeletions struct {
+	m sync.Map // namespace name → types.UID
+}
+
+// deleted records that the stub deleted the namespace name of UID uid.
+func (d *ownDeletions) deleted(name string, uid types.UID) { d.m.Store(name, uid) }
+
+// has reports whether the stub deleted the namespace name of UID uid.
+func (d *ownDeletions) has(name string, uid types.UID) bool {
+	v, ok := d.m.Load(name)
+	return ok && v.(types.UID) == uid
+}
+
+// seen ends the record of the namespace obj once Managed shows it
+// terminating (or delivers its deletion, see seeingHandler.gone): from then
+// on Managed's copy says so itself.
+func (d *ownDeletions) seen(obj client.Object, gone bool) {
+	if gone || obj.GetDeletionTimestamp() != nil {
+		d.m.CompareAndDelete(obj.GetName(), obj.GetUID())
+	}
 }
