@@ -168,10 +168,18 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 	if len(waiting) > 0 {
 		waitingFor = "waiting for the target to serve the kinds this item's CustomResourceDefinitions define: " + strings.Join(waiting, ", ")
 	}
-	// The policy each object was last applied with, by the item's record.
-	recorded := map[string]manifestv1alpha2.ManifestPolicy{}
+	// How each object was last applied, by the item's record.
+	recorded := map[string]manifestv1alpha2.ManagedResourceStatus{}
 	for _, r := range prev {
-		recorded[resourceKey(r.Resource)] = r.Policy
+		recorded[resourceKey(r.Resource)] = r
+	}
+	// The record of an object applied now (see ManagedResourceStatus).
+	record := func(policy manifestv1alpha2.ManifestPolicy, obj *unstructured.Unstructured) manifestv1alpha2.ManagedResourceStatus {
+		r := manifestv1alpha2.ManagedResourceStatus{Policy: policy, Resource: ref(obj)}
+		if cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && policy != manifestv1alpha2.ImmutablePolicy {
+			r.UpdateStrategy = manifestv1alpha2.UpdateStrategyPatch
+		}
+		return r
 	}
 
 	managed := make([]manifestv1alpha2.ManagedResourceStatus, len(cfg.objects))
@@ -197,7 +205,7 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			}
 			applied = append(applied, cur)
 			if mine {
-				managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+				managed[e.index] = record(e.policy, obj)
 			}
 			continue
 		}
@@ -209,7 +217,7 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			applied = append(applied, cur)
 			// Recorded whoever created it: immutable objects are never
 			// deleted, so the record cannot harm another writer's object.
-			managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+			managed[e.index] = record(e.policy, obj)
 			continue
 		}
 		existing := &unstructured.Unstructured{}
@@ -235,15 +243,12 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			}
 			applied = append(applied, existing)
 		default:
-			// Recorded with a policy that creates with Create (an update for
-			// field ownership, not an apply): the forced apply alone would
-			// never remove the fields the create set that the manifest has
-			// dropped since. Hand them to the apply once, on the policy
-			// change; the next record says manage or keep, so later jobs do
-			// not read. A merge patch (updateStrategy patch) removes no
-			// field it does not name, whoever owns it: nothing to hand over.
-			if p := recorded[resourceKey(ref(obj))]; cfg.spec.UpdateStrategy != manifestv1alpha2.UpdateStrategyPatch &&
-				(p == manifestv1alpha2.ImmutablePolicy || p == manifestv1alpha2.FallbackPolicy) {
+			// Last written by a create or a merge patch (updates, not applies,
+			// for field ownership): the forced apply alone would never remove
+			// the fields those set that the manifest has dropped since. Hand
+			// them to the apply once, on the change; the next record says
+			// manage or keep and no patch, so later jobs do not read.
+			if cfg.spec.UpdateStrategy != manifestv1alpha2.UpdateStrategyPatch && updateOwned(recorded[resourceKey(ref(obj))]) {
 				if err := d.handOverCreated(ctx, c, e.field, obj); err != nil {
 					return soFar(), nil, "", err
 				}
@@ -255,9 +260,21 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 			}
 			applied = append(applied, obj)
 		}
-		managed[e.index] = manifestv1alpha2.ManagedResourceStatus{Policy: e.policy, Resource: ref(obj)}
+		managed[e.index] = record(e.policy, obj)
 	}
 	return soFar(), applied, waitingFor, nil
+}
+
+// updateOwned reports whether the item's record r says the deployer last
+// wrote the object with an update rather than an apply, for field ownership:
+// created it with Create (policies immutable and fallback) or merge-patched it
+// (updateStrategy patch). A merge patch removes no field it does not name,
+// whoever owns it, so only an apply needs them handed over first. No record
+// of the object (the zero r), or one without updateStrategy (also every
+// record written before it was recorded), means an apply: the default.
+func updateOwned(r manifestv1alpha2.ManagedResourceStatus) bool {
+	return r.Policy == manifestv1alpha2.ImmutablePolicy || r.Policy == manifestv1alpha2.FallbackPolicy ||
+		r.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch
 }
 
 // maxConditionalTries bounds how often the deployer reads an object again
@@ -370,9 +387,10 @@ func (d *deployer) handOver(ctx context.Context, c *clusterClient, field string,
 
 // handOverCreated reads the object obj names and hands its fields over (see
 // handOver) before a forced apply with policy manage or keep, when the item's
-// record says it was applied with a policy that creates with Create. Only on
-// such a policy change: one read, and one write if there is anything to hand
-// over. An absent object needs nothing (the apply creates it).
+// record says the deployer last wrote it with an update (updateOwned: a
+// policy that creates with Create, or updateStrategy patch). Only on such a
+// change of policy or strategy: one read, and one write if there is anything
+// to hand over. An absent object needs nothing (the apply creates it).
 func (d *deployer) handOverCreated(ctx context.Context, c *clusterClient, field string, obj *unstructured.Unstructured) error {
 	for range maxConditionalTries {
 		cur := &unstructured.Unstructured{}

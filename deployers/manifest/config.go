@@ -133,8 +133,9 @@ func providerStatus(version string, managed []manifestv1alpha2.ManagedResourceSt
 		st.APIVersion, st.Kind = version, "ProviderStatus"
 		for _, m := range managed {
 			st.ManagedResources = append(st.ManagedResources, manifestv1alpha1.ManagedResourceStatus{
-				Policy:   string(m.Policy),
-				Resource: manifestv1alpha1.TypedObjectReference(m.Resource),
+				Policy:         string(m.Policy),
+				UpdateStrategy: manifestv1alpha1.UpdateStrategy(m.UpdateStrategy),
+				Resource:       manifestv1alpha1.TypedObjectReference(m.Resource),
 			})
 		}
 		return json.Marshal(st)

@@ -458,6 +458,87 @@ func TestPolicyChangeHandOverIsConditional(t *testing.T) {
 	g.Expect(p.writes(ns, "x")-writes).To(Equal(3), "the failed hand-over, the hand-over and the apply")
 }
 
+// recordedStrategies is the updateStrategy the item's record gives each
+// object it lists, by name ("" when absent).
+func recordedStrategies(g *WithT, di *lsv1alpha1.DeployItem) map[string]string {
+	var ps struct {
+		ManagedResources []struct {
+			UpdateStrategy string `json:"updateStrategy"`
+			Resource       struct{ Name string }
+		} `json:"managedResources"`
+	}
+	g.Expect(json.Unmarshal(get(g, di)().Status.ProviderStatus.Raw, &ps)).To(Succeed())
+	out := map[string]string{}
+	for _, r := range ps.ManagedResources {
+		out[r.Resource.Name] = r.UpdateStrategy
+	}
+	return out
+}
+
+// TestStrategyChangeToUpdateDropsFieldsRemovedFromTheManifest: objects an
+// item merge-patched (updateStrategy patch: an update for field ownership,
+// not an apply) under manage and keep, in both configuration versions, switch
+// to updateStrategy update (server-side apply) with a field dropped from
+// their manifests; the field is removed, as for every applied object. The
+// record says which objects were patched, so their fields are handed to the
+// deployer's apply on the switch (one read, one write, once); a steady
+// update job reads nothing.
+func TestStrategyChangeToUpdateDropsFieldsRemovedFromTheManifest(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	p := proxiedTarget(t, g, ns, "t")
+	v2cfg := func(strategy string, data map[string]string) string {
+		return v2(`"updateStrategy":"` + strategy + `","manifests":[{"policy":"manage","manifest":` + cm(ns, "manage", data) + `},` +
+			`{"policy":"keep","manifest":` + cm(ns, "keep", data) + `}]`)
+	}
+	v1cfg := func(strategy string, data map[string]string) string {
+		return `{"apiVersion":"manifest.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration",` +
+			`"updateStrategy":"` + strategy + `","manifests":[` + cm(ns, "v1", data) + `]}`
+	}
+	b := item(ns, "b", "t", v2cfg("patch", map[string]string{"a": "1"}))
+	a := item(ns, "a", "t", v1cfg("patch", map[string]string{"a": "1"}))
+	names := []string{"manage", "keep", "v1"}
+	// Each job of both items, with the same data; generation counts the jobs.
+	job := func(strategy string, data map[string]string, generation int64) {
+		reconfigure(g, b, v2cfg(strategy, data))
+		reconfigure(g, a, v1cfg(strategy, data))
+		for _, di := range []*lsv1alpha1.DeployItem{b, a} {
+			g.Eventually(get(g, di), timeout, interval).Should(And(succeeded(), HaveField("Status.ObservedGeneration", generation)))
+		}
+	}
+	for _, di := range []*lsv1alpha1.DeployItem{b, a} {
+		g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+		g.Eventually(get(g, di), timeout, interval).Should(succeeded())
+	}
+	// Patched now: b is the merge patch's, not the apply's that created them.
+	job("patch", map[string]string{"a": "1", "b": "1"}, 2)
+	writes := map[string]int{}
+	for _, name := range names {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "1", "b": "1"}))
+		g.Expect(p.reads(ns, name)).To(Equal(2), name+": patch reads in every job")
+		writes[name] = p.writes(ns, name)
+	}
+	g.Expect(recordedStrategies(g, b)).To(Equal(map[string]string{"manage": "patch", "keep": "patch"}))
+	g.Expect(recordedStrategies(g, a)).To(Equal(map[string]string{"v1": "patch"}))
+
+	job("update", map[string]string{"a": "2"}, 3)
+	for _, name := range names {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "2"}), name+": b, dropped from the manifest, is removed")
+		g.Expect(p.reads(ns, name)).To(Equal(3), name+": read once on the strategy change")
+		g.Expect(p.writes(ns, name)-writes[name]).To(Equal(2), name+": the hand-over and the apply")
+		writes[name] = p.writes(ns, name)
+	}
+	g.Expect(recordedStrategies(g, b)).To(Equal(map[string]string{"manage": "", "keep": ""}))
+	g.Expect(recordedStrategies(g, a)).To(Equal(map[string]string{"v1": ""}))
+
+	job("update", map[string]string{"a": "3"}, 4)
+	for _, name := range names {
+		g.Expect(configMap(g, ns, name)()).To(Equal(map[string]string{"a": "3"}))
+		g.Expect(p.reads(ns, name)).To(Equal(3), name+": a steady update job reads nothing")
+		g.Expect(p.writes(ns, name)-writes[name]).To(Equal(1), name+": the apply only")
+	}
+}
+
 // TestDeletionWithoutTargetWhenNothingIsDeletable: an item that records only
 // objects of policies that are never deleted (keep, immutable), beside an
 // ignored one and a fallback object somebody else manages, is deleted after

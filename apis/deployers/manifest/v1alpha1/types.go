@@ -60,6 +60,14 @@ type TypedObjectReference struct {
 type ManagedResourceStatus struct {
 	// Policy the object was applied with.
 	Policy string `json:"policy"`
+	// UpdateStrategy is the item's updateStrategy when the deployer last
+	// applied the object, recorded when it is patch: what a merge patch sets
+	// belongs to the deployer's Update field manager, which a server-side
+	// apply never removes, so a switch to update hands those fields over to
+	// the apply once. Absent: update (server-side apply; also every record
+	// written before this field existed), or an immutable object.
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 	// Resource is the applied object.
 	Resource TypedObjectReference `json:"resource"`
 }
