@@ -122,6 +122,47 @@ func TestDroppedTemplateLabelIsRemovedButOthersStay(t *testing.T) {
 	g.Expect(getItem(g, ns, "labels", "a").Labels).To(HaveKeyWithValue("user", "x"))
 }
 
+// A label someone else put on an item is not this controller's, and stays.
+// Telling so takes a live read of the item (the cache holds no
+// managedFields): once, not in every job. A label the template took over
+// is this controller's from then on, and goes when the template drops it.
+func TestForeignLabelIsReadOnce(t *testing.T) {
+	ns := newNamespace(t)
+	reqs := &requestLog{}
+	startManagerWith(t, ns, testOptions(), reqs.wrap)
+	g := NewWithT(t)
+
+	exec := newExecution(ns, "foreign", mockItem("a", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
+	g.Expect(waitFinished(t, exec).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Patch(ctx, getItem(g, ns, "foreign", "a"), client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{"user":"x"}}}`)), client.FieldOwner("someone"))).To(Succeed())
+
+	itemGet := http.MethodGet + " /apis/" + lsv1alpha1.SchemeGroupVersion.String() + "/namespaces/" + ns +
+		"/deployitems/" + execution.ItemObjectName("foreign", "a")
+	from := len(reqs.all())
+	for range 3 {
+		g.Expect(reconcileAgain(t, exec, nil).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	}
+	var reads []string
+	for _, req := range reqs.all()[from:] {
+		if req == itemGet {
+			reads = append(reads, req)
+		}
+	}
+	g.Expect(reads).To(HaveLen(1), "three jobs read the item with the foreign label live")
+	g.Expect(getItem(g, ns, "foreign", "a").Labels).To(HaveKeyWithValue("user", "x"))
+
+	// The template sets the label: the apply takes it over. Once the
+	// template drops it, it goes.
+	done := reconcileAgain(t, exec, func(e *lsv1alpha1.Execution) { e.Spec.DeployItems[0].Labels = map[string]string{"user": "y"} })
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(getItem(g, ns, "foreign", "a").Labels).To(HaveKeyWithValue("user", "y"))
+	done = reconcileAgain(t, exec, func(e *lsv1alpha1.Execution) { e.Spec.DeployItems[0].Labels = nil })
+	g.Expect(done.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+	g.Expect(getItem(g, ns, "foreign", "a").Labels).NotTo(HaveKey("user"), "the label the template took over and dropped")
+}
+
 // An abort request left on an item from an earlier job (operation: abort with
 // an abort-time older than the item's last job start) is removed with the
 // hand-over of the next job: it is about a job that ended and must not

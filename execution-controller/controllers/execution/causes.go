@@ -6,14 +6,27 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 )
 
-// maxCauseLength bounds the failed item's message quoted in the execution's
-// lastError (the installation above quotes the execution's in turn).
-const maxCauseLength = 300
+// maxCauseLength bounds (in bytes) the failed item's message quoted in the
+// execution's lastError (the installation above quotes the execution's in
+// turn), so the status stays small however much a deployer writes. It holds a
+// typical deployer error together with the way out a deployer appends to it,
+// so most messages are quoted whole.
+const maxCauseLength = 512
+
+// causeTail is how much of the end of a longer message is kept. A deployer
+// ends its message with the way out (retry with the reconcile annotation,
+// or delete-without-uninstall for a failed deletion: about 215 bytes, the
+// longest one): it must survive the cut, so the message is cut in the
+// middle, not at the end.
+const causeTail = 300
+
+// causeCut marks where a message was cut.
+const causeCut = " … "
 
 // firstCause names the first failed item (in the order given) whose
 // lastError says why, with its reason and message, for the execution's
-// lastError: "; <item>: <reason>: <message>" (the message cut to
-// maxCauseLength), or "" when none says anything.
+// lastError: "; <item>: <reason>: <message>" (the message bounded by
+// boundCause), or "" when none says anything.
 func firstCause(items map[string]*lsv1alpha1.DeployItem, failed []string) string {
 	for _, n := range failed {
 		di := items[n]
@@ -21,14 +34,7 @@ func firstCause(items map[string]*lsv1alpha1.DeployItem, failed []string) string
 			continue
 		}
 		le := di.Status.LastError
-		msg := le.Message
-		if len(msg) > maxCauseLength {
-			cut := maxCauseLength
-			for cut > 0 && !utf8.RuneStart(msg[cut]) {
-				cut--
-			}
-			msg = msg[:cut] + "…"
-		}
+		msg := boundCause(le.Message)
 		out := "; " + n + ": "
 		if le.Reason != "" {
 			out += le.Reason
@@ -39,6 +45,24 @@ func firstCause(items map[string]*lsv1alpha1.DeployItem, failed []string) string
 		return out + msg
 	}
 	return ""
+}
+
+// boundCause cuts msg to at most maxCauseLength bytes by dropping its middle
+// (marked with causeCut): its start says what failed, its last causeTail
+// bytes what to do about it. Cuts fall on rune boundaries.
+func boundCause(msg string) string {
+	if len(msg) <= maxCauseLength {
+		return msg
+	}
+	head := maxCauseLength - causeTail - len(causeCut)
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	tail := len(msg) - causeTail
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return msg[:head] + causeCut + msg[tail:]
 }
 
 // firstCodes are the lastError codes of the first failed item that has any.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/owner"
 )
 
 // ExportSecretKey is the key of an item's export Secret that holds the
@@ -144,7 +144,8 @@ func exportsOfThisName(do *lsv1alpha1.DataObject, exec *lsv1alpha1.Execution) bo
 	if ref == nil {
 		return do.Labels[lsv1alpha1.ManagedByExecutionLabel] == ManagedByValue(exec.Name)
 	}
-	return ref.Kind == "Execution" && strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") && ref.Name == exec.Name
+	exe := owner.Execution(do)
+	return exe != nil && exe.Name == exec.Name
 }
 
 func ownedBy(o client.Object, exec *lsv1alpha1.Execution) bool {

@@ -30,6 +30,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/execution-controller/internal/owner"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -74,9 +75,11 @@ func indexItemNames(o client.Object) []string {
 	return out
 }
 
+// indexOwner indexes a deploy item by the name of the Execution controlling
+// it (owner.Execution: the rule the timeouts reconciler uses, too).
 func indexOwner(o client.Object) []string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "Execution" || !strings.HasPrefix(ref.APIVersion, lsv1alpha1.GroupName+"/") {
+	ref := owner.Execution(o)
+	if ref == nil {
 		return nil
 	}
 	return []string{ref.Name}
@@ -409,7 +412,8 @@ func (r *Reconciler) syncItems(ctx context.Context, s *scope, createOnly bool) e
 		// template had and this one dropped: it goes with the update, but
 		// only when this controller owns it (a user's or another manager's
 		// label stays, and costs no write). Which it is only a live read
-		// tells: a rare path (labels no template sets are rare).
+		// tells: a rare path (labels no template sets are rare), taken once
+		// per item and set of such labels (see foreignLabels).
 		onlyLabels := upToDate(s.exec, t, cur)
 		var extra []string
 		if onlyLabels {
@@ -688,8 +692,16 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 //
 // With extraLabels (the item is up to date but for these labels), the item is
 // only written when this controller owns one of them: a label it set from an
-// earlier template, which the apply removes.
+// earlier template, which the apply removes. Labels a live read found not to
+// be this controller's are remembered (foreignLabels): the next job finds
+// them again without a read.
 func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.DeployItemTemplate, cur *lsv1alpha1.DeployItem, extraLabels []string) error {
+	execKey := client.ObjectKeyFromObject(s.exec)
+	if len(extraLabels) > 0 && r.foreignLabels.known(execKey, cur, extraLabels) {
+		logf.FromContext(ctx).V(1).Info("deploy item up to date; its other labels are not this controller's",
+			"item", t.Name, "deployItem", cur.Name, "labels", extraLabels)
+		return nil
+	}
 	live := &lsv1alpha1.DeployItem{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cur), live); err != nil {
 		return fmt.Errorf("reading deploy item %s: %w", cur.Name, err)
@@ -700,10 +712,14 @@ func (r *Reconciler) updateItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 			live.Namespace, live.Name, t.Name, s.exec.Name, controllerName(live))}
 	}
 	if len(extraLabels) > 0 && !ownsAnyLabel(live, r.FieldManager, extraLabels) {
+		r.foreignLabels.remember(execKey, live, extraLabels)
 		logf.FromContext(ctx).V(1).Info("deploy item up to date; its other labels are not this controller's",
 			"item", t.Name, "deployItem", cur.Name, "labels", extraLabels)
 		return nil
 	}
+	// The apply may take over a label found foreign (a template now
+	// setting it): what was found is void from here on.
+	r.foreignLabels.drop(execKey, cur.Name)
 	if createdByUpdate(live, r.FieldManager) {
 		p, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.FieldManager), r.FieldManager)
 		if err != nil {

@@ -55,15 +55,18 @@ func TestStateOf(t *testing.T) {
 }
 
 // The execution's lastError quotes the first failed item's cause, its
-// message bounded (cut on a rune boundary).
+// message bounded: its middle is cut (on rune boundaries), its start and end
+// kept.
 func TestFirstCauseIsBounded(t *testing.T) {
-	long := strings.Repeat("é", 400)
+	long := strings.Repeat("é", 400) + "end"
 	items := map[string]*lsv1alpha1.DeployItem{
 		"quiet": {},
 		"loud":  {Status: lsv1alpha1.DeployItemStatus{LastError: &lsv1alpha1.Error{Reason: "Boom", Message: long, Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}}}},
 	}
 	got := firstCause(items, []string{"quiet", "loud"})
-	if !strings.HasPrefix(got, "; loud: Boom: éé") || !strings.HasSuffix(got, "…") || len(got) > len("; loud: Boom: ")+maxCauseLength+len("…") {
+	prefix := "; loud: Boom: "
+	if !strings.HasPrefix(got, prefix+"éé") || !strings.Contains(got, " … ") || !strings.HasSuffix(got, "éend") ||
+		len(got) > len(prefix)+maxCauseLength {
 		t.Errorf("firstCause = %q (len %d)", got, len(got))
 	}
 	if !utf8.ValidString(got) {
@@ -74,5 +77,40 @@ func TestFirstCauseIsBounded(t *testing.T) {
 	}
 	if got := firstCause(items, []string{"quiet"}); got != "" {
 		t.Errorf("firstCause without lastError = %q", got)
+	}
+}
+
+// A failed deletion's message ends with the deployer's way out (retry, or
+// delete-without-uninstall): the execution's lastError quotes it whole, for
+// a message of ordinary length and for a long one (cut in its middle).
+func TestFirstCauseKeepsTheWayOut(t *testing.T) {
+	// As the deployer library appends it to every failed deletion.
+	wayOut := "; fix the cause and retry the deletion with the annotation " + lsv1alpha1.OperationAnnotation + ": " +
+		string(lsv1alpha1.OperationReconcile) + ", or annotate the item with " + lsv1alpha1.DeleteWithoutUninstallAnnotation +
+		": \"true\" to delete it without uninstalling"
+	targetGone := "spec.target: Target landscape-production-eu-west-1/shoot-kubeconfig-target-for-the-payments-platform-workloads not found"
+	var unreachable []string
+	for _, obj := range []string{"Deployment payments/api-gateway", "Service payments/api-gateway", "ConfigMap payments/api-gateway-routes"} {
+		unreachable = append(unreachable, "deleting "+obj+": Delete \"https://api.payments.internal.example.com:6443/apis/...\": "+
+			"dial tcp 10.250.0.17:6443: connect: connection refused")
+	}
+	for _, tc := range []struct {
+		reason, msg string
+		whole       bool
+	}{
+		{"TargetNotFound", targetGone + wayOut, true},
+		{"UninstallFailed", "uninstalling: " + strings.Join(unreachable, "; ") + wayOut, false},
+	} {
+		items := map[string]*lsv1alpha1.DeployItem{"web": {Status: lsv1alpha1.DeployItemStatus{LastError: &lsv1alpha1.Error{
+			Operation: "Delete", Reason: tc.reason, Message: tc.msg,
+		}}}}
+		got := firstCause(items, []string{"web"})
+		quoted, ok := strings.CutPrefix(got, "; web: "+tc.reason+": ")
+		if !ok || !strings.HasSuffix(got, wayOut) || len(quoted) > maxCauseLength || !strings.HasPrefix(quoted, tc.msg[:40]) {
+			t.Errorf("%s (message of %d bytes): firstCause = %q (%d bytes quoted)", tc.reason, len(tc.msg), got, len(quoted))
+		}
+		if whole := quoted == tc.msg; whole != tc.whole {
+			t.Errorf("%s (message of %d bytes): quoted whole = %v, want %v: %q", tc.reason, len(tc.msg), whole, tc.whole, quoted)
+		}
 	}
 }

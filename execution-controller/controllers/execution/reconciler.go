@@ -99,6 +99,9 @@ type Reconciler struct {
 	deletionJobs deletionJobs
 	// unknownOps remembers the unknown operation values already reported.
 	unknownOps unknownop.Tracker
+	// foreignLabels remembers, per execution's item, the labels found not
+	// to be this controller's (see updateItem).
+	foreignLabels foreignLabels
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field index
@@ -268,6 +271,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.superseded.Forget(key)
 	r.deletionJobs.forget(key)
 	r.unknownOps.Forget(key)
+	r.foreignLabels.forget(key)
 }
 
 func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/owner"
 )
 
 // EventWaitingForPickup is the Warning event saying that no deployer has
@@ -132,16 +133,16 @@ func (r *Reconciler) warnPickup(ctx context.Context, item *lsv1alpha1.DeployItem
 	w := ld.PickupOverdue
 	note := PickupWarningMessage(live, w, r.Now())
 	ctrl.LoggerFrom(ctx).Info("deploy item not picked up yet", "type", live.Spec.Type, "handedOver", w.Since)
-	owner := owningExecution(live)
-	if owner == nil {
+	exec := owningExecution(live)
+	if exec == nil {
 		r.Recorder.Eventf(live, nil, corev1.EventTypeWarning, EventWaitingForPickup, "Warn", "%s", note)
 		return
 	}
-	r.Recorder.Eventf(live, owner, corev1.EventTypeWarning, EventWaitingForPickup, "Warn", "%s", note)
+	r.Recorder.Eventf(live, exec, corev1.EventTypeWarning, EventWaitingForPickup, "Warn", "%s", note)
 	// The execution is what users look at (kubectl describe execution; the
 	// installation only says it waits for it), and its conditions show a
 	// job that seems to progress: say there which item stalls and why.
-	r.Recorder.Eventf(owner, live, corev1.EventTypeWarning, EventWaitingForPickup, "Warn",
+	r.Recorder.Eventf(exec, live, corev1.EventTypeWarning, EventWaitingForPickup, "Warn",
 		"deploy item %s: %s", live.Name, note)
 }
 
@@ -162,14 +163,18 @@ func PickupWarningMessage(item *lsv1alpha1.DeployItem, w *PickupWait, now time.T
 }
 
 // owningExecution is a reference to the Execution controlling item, nil when
-// none does (a standalone item).
+// none does (a standalone item). Which owner is an Execution is the rule the
+// execution reconciler indexes items by (owner.Execution): an item it runs
+// is an item whose stall is reported on its execution. The event names the
+// version this binary knows (the reference may name another version of the
+// same object).
 func owningExecution(item *lsv1alpha1.DeployItem) *lsv1alpha1.Execution {
-	ref := metav1.GetControllerOf(item)
-	if ref == nil || ref.Kind != "Execution" || ref.APIVersion != lsv1alpha1.SchemeGroupVersion.String() {
+	ref := owner.Execution(item)
+	if ref == nil {
 		return nil
 	}
 	return &lsv1alpha1.Execution{
-		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: owner.ExecutionKind},
 		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: item.Namespace, UID: ref.UID},
 	}
 }
