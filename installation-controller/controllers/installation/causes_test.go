@@ -2,11 +2,14 @@ package installation_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -123,4 +126,95 @@ func TestSubObjectsDeleteFailedNamesTheCause(t *testing.T) {
 		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`))
 	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
 		HaveField("Message", msg))))
+}
+
+// A sub-object deleted by hand whose deletion fails fails the next job
+// quoting the cause, as SubObjectsDeleteFailed does (the execution's list of
+// failed items, then the item's TargetNotFound and its way out), with the
+// advice to fix it before retrying; it used to say only "(see its status)",
+// sending the user to an object they had deleted. The Ready condition says
+// the same.
+func TestHandDeletedSubObjectWhoseDeletionFailedNamesTheCause(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	create(g, newInstallation(ns, "root", installedItemFS(), reconcileAnnotation...))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster")})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cluster"}, &lsv1alpha1.Target{}))
+	}, timeout, interval).Should(BeTrue())
+	exec, err := getExec(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
+
+	root, _ := getInst(ns, "root")()
+	first := root.Status.JobID
+	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", Not(Equal(first))),
+		HaveField("Status.LastError.Reason", "SubObjectsDeleteFailed")), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	inst, _ := getInst(ns, "root")()
+	msg := inst.Status.LastError.Message
+	g.Expect(msg).To(HavePrefix("execution root was deleted by hand and its deletion failed; cause: execution root: DeleteFailed: deleting deploy items failed: item; item: TargetNotFound: "))
+	g.Expect(msg).To(ContainSubstring(lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true"`))
+	g.Expect(msg).To(HaveSuffix("; fix the cause first (e.g. create the missing Target again, or annotate the deploy item with " +
+		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`))
+	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
+		HaveField("Status", metav1.ConditionFalse), HaveField("Message", msg))))
+}
+
+// A root installation whose job failed does not start a job when its spec
+// changes (seed 002: only the reconcile annotation starts one), but it says
+// so: the Ready condition, of the new generation, says the spec changed
+// since the failed job and which command starts a new one, before the
+// failure's message, and one Normal event ReconcileAnnotationNeeded says it
+// once per generation, not on every reconcile. Before, nothing showed that
+// the fixed spec would not run.
+func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	broken := map[string]string{"blueprint.yaml": `deployExecutions:
+- name: broken
+  type: GoTemplate
+  template: |
+    deployItems: {{ fail "boom" }}
+`}
+	create(g, newInstallation(ns, "root", broken, reconcileAnnotation...))
+	failed := failsWith(g, ns, "root", "TemplateFailed", "boom")
+	job, failure := failed.Status.JobID, failed.Status.LastError.Message
+	hints := func() ([]string, error) {
+		evs := &corev1.EventList{}
+		err := env.Client.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"reason": "ReconcileAnnotationNeeded"})
+		var out []string
+		for _, e := range evs.Items {
+			g.Expect(e.Type).To(Equal(corev1.EventTypeNormal))
+			g.Expect(e.Series).To(BeNil(), "event emitted more than once: %s", e.Message)
+			out = append(out, e.Message)
+		}
+		return out, err
+	}
+	hint := func(gen int) string {
+		return fmt.Sprintf("the spec changed since job %s failed (generation %d; the job ran generation 1), and no job starts on its own: "+
+			"`kubectl annotate installation root landscaper.gardener.cloud/operation=reconcile -n %s` starts a new job", job, gen, ns)
+	}
+	edit := func(gen int) {
+		inst, _ := getInst(ns, "root")()
+		inst.Spec.Blueprint.Inline.Filesystem = simpleBlueprint(fmt.Sprintf("      n: %d", gen))
+		g.Expect(env.Client.Update(ctx, inst)).To(Succeed())
+		g.Expect(inst.Generation).To(BeEquivalentTo(gen))
+		g.Eventually(getInst(ns, "root"), timeout, interval).Should(WithTransform(readyOf, And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "TemplateFailed"),
+			HaveField("Message", hint(gen)+"; the job failed: "+failure), HaveField("ObservedGeneration", BeEquivalentTo(gen)))))
+	}
+	g.Expect(hints()).To(BeEmpty(), "no hint before the spec changed")
+	edit(2)
+	g.Eventually(hints, timeout, interval).Should(ConsistOf(hint(2)))
+	edit(3)
+	g.Eventually(hints, timeout, interval).Should(ConsistOf(hint(2), hint(3)))
+	// Reconciles that change no spec (an annotation) say nothing more; the job
+	// stays the failed one.
+	inst, _ := getInst(ns, "root")()
+	annotate(g, inst, "example.org/touched", "yes")
+	g.Consistently(hints, "2s", interval).Should(ConsistOf(hint(2), hint(3)))
+	g.Expect(getInst(ns, "root")()).To(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", job)))
 }

@@ -64,3 +64,26 @@ func TestSubObjectsDeleteFailedMessage(t *testing.T) {
 		t.Errorf("cause has %d runes (want %d, ending in \"…\"): %q", n, maxDeleteCauseMessage, cause)
 	}
 }
+
+// A hand-deleted sub-object's failed deletion is quoted like any failed
+// deletion, so the parent of the installation that failed with it finds the
+// cause behind the marker (without the advice); an object without a
+// lastError is only named.
+func TestHandDeletionFailedMessagePassesTheCauseUp(t *testing.T) {
+	item := "deleting deploy items failed: item; item: TargetNotFound: target cluster not found"
+	msg := handDeletionFailedMessage("execution x", subObjectFailure{kind: "execution", name: "x", phase: lsv1alpha1.PhaseDeleteFailed,
+		lastError: &lsv1alpha1.Error{Reason: "DeleteFailed", Message: item}})
+	want := "execution x was deleted by hand and its deletion failed; cause: execution x: DeleteFailed: " + item + deleteRetryAdvice
+	if msg != want {
+		t.Errorf("message\n%s\nwant\n%s", msg, want)
+	}
+	up := subObjectsFailedMessage([]subObjectFailure{{kind: "sub-installation", name: "a", phase: lsv1alpha1.PhaseFailed,
+		lastError: &lsv1alpha1.Error{Reason: ReasonDeleteFailed, Message: msg}}})
+	if want := "sub-objects failed: sub-installation a (Failed); cause: sub-installation a → execution x: DeleteFailed: " + item; up != want {
+		t.Errorf("parent's message\n%s\nwant\n%s", up, want)
+	}
+	msg = handDeletionFailedMessage("execution x", subObjectFailure{kind: "execution", name: "x", phase: lsv1alpha1.PhaseDeleteFailed})
+	if want := "execution x was deleted by hand and its deletion failed (see its status); the next job retries it"; msg != want {
+		t.Errorf("without a lastError: %s", msg)
+	}
+}

@@ -2,11 +2,15 @@ package installation_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -229,3 +233,129 @@ func TestExportWaitsForObjectOfGoneOwner(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// An installation being deleted writes no export nor context copy: its
+// running job is finished first (seed 002), but what it would write now
+// outlives the deletion, say an object that went meanwhile, created again.
+// The job ends Failed (DeletedDuringJob) instead, saying so, and the
+// deletion job follows. p waits in Init for the name of its context copy
+// p.x, exp in Completing for its Target export's (each held by an object
+// being deleted), when both are deleted; the held names are freed then, so
+// the jobs would go on to write them. Completing used to fail SpecChanged
+// (setting the deletion timestamp moves the generation), advising the
+// reconcile annotation, which does nothing for an installation being
+// deleted; Init used to create p.x anew.
+func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	rec := record(t, ns)
+	heldTarget := &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "exp-cl"), Spec: lsv1alpha1.TargetSpec{Type: lsv1alpha1.KubernetesClusterTargetType}}
+	createGoing(g, heldTarget)
+	exp := newInstallation(ns, "exp", exportingBlueprint("new"), reconcileAnnotation...)
+	exp.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "exp-out"}}
+	exp.Spec.Exports.Targets = []lsv1alpha1.TargetExport{{Name: "cl", Target: "exp-cl"}}
+	create(g, exp)
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "in"), Data: lsv1alpha1.NewAnyJSON([]byte(`"from-p"`))})
+	heldCopy := &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p.x", OwnerReferences: []metav1.OwnerReference{goneOwner}},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))}
+	createGoing(g, heldCopy)
+	p := newInstallation(ns, "p", nil, reconcileAnnotation...)
+	movingValueSpec(p, true, false)
+	create(g, p)
+	g.Eventually(getInst(ns, "exp"), timeout, interval).Should(waitsForName(lsv1alpha1.PhaseCompleting, "Target", ns, "exp-cl"),
+		func() string { i, _ := getInst(ns, "exp")(); return lastError(i) })
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(waitsForName(lsv1alpha1.PhaseInit, "DataObject", ns, "p.x"),
+		func() string { i, _ := getInst(ns, "p")(); return lastError(i) })
+	// exp's data export is written (before the Target export waits): it
+	// goes too, and must not come back.
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "exp-out")})).To(Succeed())
+	writes := watchWrites(t, ns)
+	owners := map[k8stypes.UID]bool{}
+	for _, name := range []string{"exp", "p"} {
+		inst, _ := getInst(ns, name)()
+		owners[inst.UID] = true
+		g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
+	}
+	releaseHeld(g, heldTarget)
+	releaseHeld(g, heldCopy)
+
+	g.Eventually(gone(getInst(ns, "exp")), timeout, interval).Should(BeTrue())
+	g.Eventually(gone(getInst(ns, "p")), timeout, interval).Should(BeTrue())
+	// The deletion job deletes p's context (p.x with it): the watch says
+	// whether it was written meanwhile; a DataObject written last marks
+	// the end of what it has to show.
+	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "last"), Data: lsv1alpha1.NewAnyJSON([]byte(`1`))})
+	g.Eventually(func() []string { return writes.names(nil) }, timeout, interval).Should(ContainElement("last"))
+	g.Expect(writes.names(owners)).To(BeEmpty(), "no DataObject is written by an installation being deleted")
+	for name, obj := range map[string]client.Object{"exp-out": &lsv1alpha1.DataObject{}, "exp-cl": &lsv1alpha1.Target{}, "p.x": &lsv1alpha1.DataObject{}} {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is not written while its installation is being deleted (err: %v)", name, err)
+	}
+	messages := map[string]string{
+		"exp": `the installation is being deleted: export "out" (dataRef "exp-out") and target export "cl" (target "exp-cl") are not written; the job ends here and the deletion job follows`,
+		"p":   `the installation is being deleted: context copy of import "x" is not written; the job ends here and the deletion job follows`,
+	}
+	for name, msg := range messages {
+		g.Expect(rec.index(func(i *lsv1alpha1.Installation) bool {
+			return i.Name == name && i.Status.Phase == lsv1alpha1.PhaseFailed && i.Status.LastError != nil &&
+				i.Status.LastError.Reason == "DeletedDuringJob" && i.Status.LastError.Message == msg
+		})).NotTo(Equal(-1), "%s's install job ended Failed saying why, before its deletion job started", name)
+	}
+}
+
+// dataObjectWrites records the DataObjects a watch saw created or changed,
+// in the API server's order.
+type dataObjectWrites struct {
+	mu   sync.Mutex
+	seen []lsv1alpha1.DataObject
+}
+
+// watchWrites watches the DataObjects of namespace ns from now on (the
+// objects that exist already are reported first, as the watch starts).
+func watchWrites(t *testing.T, ns string) *dataObjectWrites {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &lsv1alpha1.DataObjectList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dataObjectWrites{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if do, ok := ev.Object.(*lsv1alpha1.DataObject); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				d.mu.Lock()
+				d.seen = append(d.seen, *do)
+				d.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return d
+}
+
+// names are the DataObjects written (created or changed) with an owner
+// among owners (nil: all), their deletion aside.
+func (d *dataObjectWrites) names(owners map[k8stypes.UID]bool) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for i := range d.seen {
+		do := &d.seen[i]
+		if do.DeletionTimestamp != nil {
+			continue
+		}
+		if owners == nil {
+			out = append(out, do.Name)
+			continue
+		}
+		for _, ref := range do.OwnerReferences {
+			if owners[ref.UID] {
+				out = append(out, do.Name)
+			}
+		}
+	}
+	return out
+}

@@ -67,6 +67,7 @@ func waitsForName(phase lsv1alpha1.Phase, kind, ns, name string) types.GomegaMat
 func TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
+	rec := record(t, ns)
 
 	heldData := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "exp-out"), Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))}
 	createGoing(g, heldData)
@@ -125,9 +126,72 @@ func TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob(t *testing.T) {
 			"%s %s is written anew by %s", c.kind, c.name, c.inst)
 		g.Expect(logLines(ns, c.inst, "Reconciler error")).To(BeEmpty(), "waiting is no reconcile error")
 		g.Expect(logLines(ns, c.inst, waitLine)).To(HaveLen(1), "logged once, not on every reconcile")
+		// Once the job went on, Ready no longer says it waits for the name
+		// (see TestReadyNoLongerSaysWaitingOnceTheWaitIsOver).
+		for _, st := range rec.statuses(c.inst) {
+			if st.Status.Phase != c.phase && readyOf(&st) != nil {
+				g.Expect(readyOf(&st)).To(Not(HaveField("Message", ContainSubstring("waits for "+c.kind))), "%s in phase %s", c.inst, st.Status.Phase)
+			}
+		}
 	}
 	owner, value := controlledBy(g, ns, "p.x")
 	g.Expect(owner).To(Equal("p"))
 	g.Expect(value).To(Equal(`"from-p"`))
 	g.Eventually(getInst(ns, "p-b"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), "the sub-installations get the job once the copy is written")
+}
+
+// Once a phase's wait is over, the Ready condition no longer says it waits,
+// in every status written after it, even when the phase the job goes on to
+// runs only in the next reconcile, and its observedGeneration is the
+// installation's. Here: a root being deleted waits in InitDelete for its
+// successor to go (as a job waits for a name: see above), then deletes its
+// execution, so TriggerDelete waits for the next reconcile; the status
+// showing TriggerDelete used to keep "phase InitDelete waits for successors
+// s to be deleted first" until Deleting said what it waited for.
+func TestReadyNoLongerSaysWaitingOnceTheWaitIsOver(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	rec := record(t, ns)
+	fs := simpleBlueprint("")
+	fs["blueprint.yaml"] += `exports:
+- name: out
+  type: data
+exportExecutions:
+- name: e
+  type: GoTemplate
+  template: |
+    exports:
+      out: x
+`
+	p := newInstallation(ns, "p", fs, reconcileAnnotation...)
+	p.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "p-out"}}
+	s := newInstallation(ns, "s", simpleBlueprint(""))
+	s.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "in", DataRef: "p-out"}}
+	create(g, s)
+	create(g, p)
+	g.Eventually(getInst(ns, "s"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(getExec(ns, "p")()).To(HaveField("Status.Phase", lsv1alpha1.PhaseSucceeded), "p has an execution to delete")
+
+	g.Expect(env.Client.Delete(ctx, p)).To(Succeed())
+	g.Eventually(getInst(ns, "p"), timeout, interval).Should(And(inPhase(lsv1alpha1.PhaseInitDelete),
+		WithTransform(readyOf, HaveField("Message", "phase InitDelete waits for successors s to be deleted first"))))
+	g.Expect(env.Client.Delete(ctx, s)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "p")), timeout, interval).Should(BeTrue())
+
+	after := 0
+	for _, st := range rec.statuses("p") {
+		if st.Status.Phase != lsv1alpha1.PhaseTriggerDelete && st.Status.Phase != lsv1alpha1.PhaseDeleting {
+			continue
+		}
+		after++
+		g.Expect(readyOf(&st)).To(And(Not(HaveField("Message", ContainSubstring("phase InitDelete waits"))),
+			HaveField("ObservedGeneration", st.Generation)), "Ready in phase %s", st.Status.Phase)
+	}
+	g.Expect(rec.phases("p")).To(ContainElement(lsv1alpha1.PhaseTriggerDelete), "the status showed TriggerDelete on its own")
+	g.Expect(after).To(BeNumerically(">", 0))
+}
+
+// readyOf is the Ready condition of an installation (nil: none).
+func readyOf(i *lsv1alpha1.Installation) *metav1.Condition {
+	return apimeta.FindStatusCondition(i.Status.Conditions, lsv1alpha1.ConditionReady)
 }

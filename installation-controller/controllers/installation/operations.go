@@ -2,7 +2,10 @@ package installation
 
 import (
 	"context"
+	"fmt"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -30,4 +33,45 @@ func (r *Reconciler) warnUnknownOperation(ctx context.Context, inst *lsv1alpha1.
 	logf.FromContext(ctx).Info("unknown value of the operation annotation; ignored", "annotation", lsv1alpha1.OperationAnnotation, "value", value, "accepted", installationOperations)
 	r.Recorder.Eventf(inst, nil, "Warning", ReasonUnknownOperation, "Reconcile",
 		"%s", unknownop.Message(value, "Installations", installationOperations))
+}
+
+// ReasonReconcileAnnotationNeeded: a Normal event when the spec of a root
+// installation whose last job failed changed: no job starts on its own
+// (seed 002: only the reconcile annotation starts a root's job), which a
+// user fixing the spec may not expect. The Ready condition says the same.
+const ReasonReconcileAnnotationNeeded = "ReconcileAnnotationNeeded"
+
+// hintNewJobAfterFailure says, on an idle root installation whose last job
+// failed and whose spec changed since that job started, that the new spec
+// runs only in a new job and how to start one: in the Ready condition
+// (observedGeneration the current one; the failure's reason stays, and its
+// message follows the hint) and in one event. Both once per generation:
+// the message names it, and a Ready that already says it is not written
+// again. A job that failed SpecChanged (the spec changed while it ran) said
+// so itself, for the generation its failure saw.
+func (r *Reconciler) hintNewJobAfterFailure(s *scope) {
+	inst := s.inst
+	st := inst.Status
+	if !isRoot(inst) || inst.DeletionTimestamp != nil || st.Phase != lsv1alpha1.PhaseFailed ||
+		st.JobID != st.JobIDFinished || inst.Generation == st.ObservedGeneration {
+		return
+	}
+	ready := apimeta.FindStatusCondition(st.Conditions, lsv1alpha1.ConditionReady)
+	if st.LastError != nil && st.LastError.Reason == ReasonSpecChanged && ready != nil && ready.ObservedGeneration == inst.Generation {
+		return
+	}
+	hint := fmt.Sprintf("the spec changed since job %s failed (generation %d; the job ran generation %d), and no job starts on its own: "+
+		"`kubectl annotate installation %s %s=%s -n %s` starts a new job",
+		st.JobID, inst.Generation, st.ObservedGeneration, inst.Name, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile, inst.Namespace)
+	reason, msg := ReasonFailed, hint
+	if le := st.LastError; le != nil {
+		reason, msg = le.Reason, hint+"; the job failed: "+le.Message
+	}
+	if readyIs(inst, metav1.ConditionFalse, reason, msg) {
+		return
+	}
+	r.setReady(inst, metav1.ConditionFalse, reason, msg)
+	s.onWritten(func() {
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonReconcileAnnotationNeeded, "Reconcile", "%s", hint)
+	})
 }

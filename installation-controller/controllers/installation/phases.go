@@ -223,6 +223,48 @@ func (w contextWrite) checkName(kind, name string) error {
 	return nil
 }
 
+// ReasonDeletedDuringJob fails an install job that reaches a write of its
+// exports or context copies while the installation is being deleted.
+const ReasonDeletedDuringJob = "DeletedDuringJob"
+
+// refuseWhileDeleting keeps an installation being deleted from writing
+// (creating again, or updating) its exports and context copies: a running
+// install job is finished before the deletion job starts (seed 002), but
+// what it would write now outlives the installation's decision to go, say
+// an export deleted meanwhile (by hand, or by a foreground deletion) created
+// again, and successors would read it as current. The job ends instead, and
+// the deletion job follows. Checked before any request.
+func (w contextWrite) refuseWhileDeleting(inst *lsv1alpha1.Installation) error {
+	if inst.DeletionTimestamp == nil {
+		return nil
+	}
+	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
+		"the installation is being deleted: %s is not written; the job ends here and the deletion job follows", w.what)
+}
+
+// completingWhileDeleting ends the job of an installation being deleted
+// that reached Completing: its exports are not written (see
+// refuseWhileDeleting), and the message names them.
+func completingWhileDeleting(inst *lsv1alpha1.Installation) error {
+	var what []string
+	for _, d := range inst.Spec.Exports.Data {
+		what = append(what, dataExportWhat(d))
+	}
+	for _, t := range inst.Spec.Exports.Targets {
+		what = append(what, targetExportWhat(t))
+	}
+	msg := "the installation is being deleted: "
+	switch len(what) {
+	case 0:
+		msg += "the job ends in phase Completing"
+	case 1:
+		msg += what[0] + " is not written; the job ends here"
+	default:
+		msg += strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1] + " are not written; the job ends here"
+	}
+	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly, "%s and the deletion job follows", msg)
+}
+
 // writeError classifies a failed create or update: the API server refusing
 // the object (Invalid) never goes away by retrying; the rest is retried
 // (AlreadyExists included: the next attempt reads the object and decides
@@ -381,6 +423,9 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", w.ref, err)
 	}
+	if err := w.refuseWhileDeleting(inst); err != nil {
+		return err
+	}
 	do := &lsv1alpha1.DataObject{}
 	do.Name, do.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
 	if err := w.checkName("DataObject", do.Name); err != nil {
@@ -421,6 +466,9 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 
 // writeTarget is writeDataObject for Targets.
 func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, spec lsv1alpha1.TargetSpec) error {
+	if err := w.refuseWhileDeleting(inst); err != nil {
+		return err
+	}
 	t := &lsv1alpha1.Target{}
 	t.Name, t.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
 	if err := w.checkName("Target", t.Name); err != nil {
@@ -568,33 +616,52 @@ func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj cli
 		return err
 	}
 	what := kindOf(obj) + " " + obj.GetName()
-	if failed {
-		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem,
-			"%s was deleted by hand and its deletion failed (see its status); the next job retries it", what)
+	if failed != nil {
+		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", handDeletionFailedMessage(what, *failed))
 	}
 	s.handDeleted = append(s.handDeleted, what)
 	return nil
 }
 
+// handDeletionFailedMessage is the lastError message of a job whose
+// sub-object deleted by hand (what) ended its deletion failed: the
+// sub-object's own cause, quoted as SubObjectsDeleteFailed quotes it (with
+// the same marker, so a parent passes it up the tree), and how to go on.
+// The cause comes from the object the job read already: no request. An
+// object without a lastError (written by something else than Terrace's
+// controllers) is only named.
+func handDeletionFailedMessage(what string, f subObjectFailure) string {
+	if f.lastError == nil || f.lastError.Reason == "" {
+		return what + " was deleted by hand and its deletion failed (see its status); the next job retries it"
+	}
+	return what + " was deleted by hand and its deletion failed" + causeMarker + f.cause(maxDeleteCauseMessage) + deleteRetryAdvice
+}
+
 // handOverDeletion hands this job to obj, a deleted execution or
-// sub-installation, which then runs its deletion flow, and reports whether
-// it finished this job DeleteFailed.
-func (r *Reconciler) handOverDeletion(ctx context.Context, s *scope, obj client.Object) (deleteFailed bool, err error) {
+// sub-installation, which then runs its deletion flow, and returns it as a
+// failure when it finished this job DeleteFailed (nil otherwise).
+func (r *Reconciler) handOverDeletion(ctx context.Context, s *scope, obj client.Object) (*subObjectFailure, error) {
 	job := s.inst.Status.JobID
-	var st lsv1alpha1.Phase
+	var f subObjectFailure
 	var finished string
+	var err error
 	switch o := obj.(type) {
 	case *lsv1alpha1.Execution:
 		err = r.handOverExecution(ctx, s, o, job)
-		finished, st = o.Status.JobIDFinished, o.Status.Phase
+		f = subObjectFailure{kind: "execution", name: o.Name, phase: o.Status.Phase, lastError: o.Status.LastError}
+		finished = o.Status.JobIDFinished
 	case *lsv1alpha1.Installation:
 		err = r.handOverInstallation(ctx, s, o, job)
-		finished, st = o.Status.JobIDFinished, o.Status.Phase
+		f = subObjectFailure{kind: "sub-installation", name: o.Name, phase: o.Status.Phase, lastError: o.Status.LastError}
+		finished = o.Status.JobIDFinished
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return finishedWith(finished, job) && st == lsv1alpha1.PhaseDeleteFailed, nil
+	if finishedWith(finished, job) && f.phase == lsv1alpha1.PhaseDeleteFailed {
+		return &f, nil
+	}
+	return nil, nil
 }
 
 // subObjectWriteError classifies the error of a create or update of a
@@ -754,7 +821,7 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 		switch {
 		case err != nil:
 			return err
-		case deleteFailed:
+		case deleteFailed != nil:
 			failed = append(failed, what)
 		default:
 			working = append(working, what)
@@ -943,6 +1010,13 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 // it, else computes and writes the exports and triggers the successors.
 func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, error) {
 	inst := s.inst
+	if inst.DeletionTimestamp != nil {
+		// Before the generation: setting the deletion timestamp moves it
+		// (the API server does so for an object with finalizers), and
+		// SpecChanged would advise the reconcile annotation, which does
+		// nothing for an installation being deleted.
+		return outcome{}, completingWhileDeleting(inst)
+	}
 	if inst.Generation != inst.Status.ObservedGeneration {
 		return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,
 			"the spec changed during the job (generation %d, job started with %d): add the reconcile annotation to the root installation to start a job with the new spec", inst.Generation, inst.Status.ObservedGeneration)
@@ -1117,7 +1191,7 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 		if !ok {
 			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
 		}
-		w := contextWrite{scope: scope, ref: d.DataRef, what: fmt.Sprintf("export %q (dataRef %q)", d.Name, d.DataRef), invalid: ReasonExportInvalid}
+		w := contextWrite{scope: scope, ref: d.DataRef, what: dataExportWhat(d), invalid: ReasonExportInvalid}
 		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
 			return err
 		}
@@ -1131,12 +1205,21 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 		if err != nil {
 			return fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("target export %q: %w", t.Name, err))
 		}
-		w := contextWrite{scope: scope, ref: t.Target, what: fmt.Sprintf("target export %q (target %q)", t.Name, t.Target), invalid: ReasonExportInvalid}
+		w := contextWrite{scope: scope, ref: t.Target, what: targetExportWhat(t), invalid: ReasonExportInvalid}
 		if err := r.writeTarget(ctx, inst, w, spec); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dataExportWhat and targetExportWhat name an export in messages.
+func dataExportWhat(d lsv1alpha1.DataExport) string {
+	return fmt.Sprintf("export %q (dataRef %q)", d.Name, d.DataRef)
+}
+
+func targetExportWhat(t lsv1alpha1.TargetExport) string {
+	return fmt.Sprintf("target export %q (target %q)", t.Name, t.Target)
 }
 
 // targetSpecOf accepts a Target ({spec: {...}}) or a bare spec ({type, config}).

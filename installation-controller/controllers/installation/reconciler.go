@@ -74,6 +74,10 @@ const (
 	ReasonSuccessorTriggered = "SuccessorTriggered"
 )
 
+// ReasonProgressing is the Ready reason of a running job that waits for
+// nothing in particular (just started, or a wait is over).
+const ReasonProgressing = "Progressing"
+
 // lastError reasons of fatal errors.
 const (
 	ReasonBlueprintInvalid    = "BlueprintInvalid"
@@ -612,6 +616,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	}
 	switch d.Action {
 	case jobs.Idle:
+		r.hintNewJobAfterFailure(s)
 		return ctrl.Result{}, true, nil
 	case jobs.Continue:
 		return ctrl.Result{}, false, nil
@@ -628,7 +633,7 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	// Ready turns Unknown now (removed first, so its transition time is the
 	// job's start even if the previous job left it Unknown).
 	apimeta.RemoveStatusCondition(&inst.Status.Conditions, lsv1alpha1.ConditionReady)
-	r.setReady(inst, metav1.ConditionUnknown, "Progressing", fmt.Sprintf("job %s started", inst.Status.JobID))
+	r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing, fmt.Sprintf("job %s started", inst.Status.JobID))
 	r.Rechecks.Forget(key(inst))
 	job, started := inst.Status.JobID, r.Now()
 	s.onWritten(func() {
@@ -938,6 +943,17 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 	r.Rechecks.Forget(key(inst))
 	log.V(1).Info("phase done", "next", out.next)
 	inst.Status.Phase = out.next
+	if readyIsWaiting(inst) && !out.next.IsFinal() {
+		// The wait is over: Ready said what the phase waited for (a name
+		// held by an object on its way out, successors, orphans), and the
+		// phase a status write shows next may say nothing of its own (one
+		// entered in the next reconcile, say, or one that ends in an
+		// error to retry), so the message would outlive the wait. It goes
+		// with this transition's status write, which happens anyway (the
+		// phase changed): no request more. A final phase sets Ready below.
+		r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing,
+			fmt.Sprintf("job %s is running: the wait in phase %s is over", job, phase))
+	}
 	if out.next == lsv1alpha1.PhaseSucceeded {
 		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
 		inst.Status.JobIDFinished = job
@@ -964,6 +980,13 @@ func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.Condi
 		Message:            readyMessage(msg),
 		ObservedGeneration: inst.Generation,
 	})
+}
+
+// readyIsWaiting reports whether the Ready condition says that a phase
+// waits (reason Waiting).
+func readyIsWaiting(inst *lsv1alpha1.Installation) bool {
+	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
+	return c != nil && c.Reason == ReasonWaiting
 }
 
 // readyIs reports whether the Ready condition is what setReady would write.

@@ -357,3 +357,16 @@ type noRechecks struct{}
 func (noRechecks) When(k8stypes.NamespacedName) time.Duration { return time.Hour }
 func (noRechecks) Forget(k8stypes.NamespacedName)             {}
 func (noRechecks) NumRequeues(k8stypes.NamespacedName) int    { return 0 }
+
+// statuses returns the recorded versions of one installation, in order.
+func (r *recorder) statuses(name string) []lsv1alpha1.Installation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []lsv1alpha1.Installation
+	for _, e := range r.events {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package tmpl
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -354,6 +355,33 @@ func TestNestingIsLimited(t *testing.T) {
 	out, err = render("{{ $u := list 1 }}"+nested(1000, "{{ range $u }}", "x")+"a: 1", nil)
 	if err != nil || out["xa"] != float64(1) {
 		t.Errorf("1000 nested ranges: out = %v, err = %v", out, err)
+	}
+}
+
+// An {{ else if }} chain reads as flat but is an if inside the else of the
+// one before it, in text/template's tree and on the stack: a chain of more
+// than MaxNesting links is refused like any nesting that deep, and the error
+// says that such chains count, or the user finds no nesting in the template
+// at all. The line named is that of the link past the limit.
+func TestElseIfChainsCountAsNesting(t *testing.T) {
+	limitStack(t)
+	chain := func(links int) string {
+		var b strings.Builder
+		b.WriteString("{{ $v := 7 }}{{ if eq $v 0 }}a: 0\n")
+		for i := 1; i < links; i++ {
+			fmt.Fprintf(&b, "{{ else if eq $v %d }}a: %d\n", i, i)
+		}
+		return b.String() + "{{ end }}"
+	}
+	out, err := render(chain(MaxNesting), nil)
+	if err != nil || out["a"] != float64(7) {
+		t.Fatalf("a chain of %d links: out = %v, err = %v", MaxNesting, out, err)
+	}
+	_, err = render(chain(MaxNesting+1), nil)
+	line := wantRenderError(t, err, "more than 1000 levels deep, the limit of one render "+
+		"(each {{ else if }} or {{ else with }} of a chain counts as a block inside the one before it: a chain of more than 1000 of them is refused too")
+	if line != MaxNesting+1 {
+		t.Errorf("line = %d, want %d, the link past the limit (%s)", line, MaxNesting+1, err)
 	}
 }
 

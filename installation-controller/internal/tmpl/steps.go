@@ -67,8 +67,14 @@ func errTimeout() error {
 	return fmt.Errorf("the template ran longer than %s, the limit of one render", timeout)
 }
 
+// errNesting says what nests besides the obvious: an {{ else if }} (or
+// {{ else with }}) is an if inside the else of the block before it, so a
+// long chain of them, which reads as flat, nests one level per link, and a
+// chain of more than MaxNesting links is refused as deep nesting is.
 func errNesting() error {
-	return fmt.Errorf("the template nests template calls and if, with and range blocks more than %d levels deep, the limit of one render", MaxNesting)
+	return fmt.Errorf("the template nests template calls and if, with and range blocks more than %d levels deep, the limit of one render "+
+		"(each {{ else if }} or {{ else with }} of a chain counts as a block inside the one before it: "+
+		"a chain of more than %d of them is refused too; look the value up in a dict instead)", MaxNesting, MaxNesting)
 }
 
 // enter counts, before a template call, the levels it nests (see
