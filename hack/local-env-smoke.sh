@@ -72,6 +72,26 @@ kill -KILL "$(cat "${pids}/kube-apiserver.pid")" "$(cat "${pids}/dt-binder.pid")
 kubectl get --raw /readyz >/dev/null
 echo "make up recovered from killed processes"
 
+# A controller's port taken by another program that answers its readiness
+# check (kubectl proxy passes /readyz on to kube-apiserver): `make up` fails,
+# naming the port and the controller, instead of reporting it running; once
+# the port is free, `make up` starts it.
+kill -TERM "$(cat "${pids}/dt-binder.pid")"
+health="$(cut -d' ' -f2 "${pids}/dt-binder.ports")"
+for _ in $(seq 1 100); do curl -s "http://127.0.0.1:${health}/readyz" >/dev/null || break; sleep 0.1; done
+kubectl proxy --port "${health}" >/dev/null 2>&1 &
+proxy=$!
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:${health}/readyz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:${health}/readyz" >/dev/null || { echo "kubectl proxy did not answer on port ${health}" >&2; exit 1; }
+if out="$("${ROOT}/hack/local-env.sh" up 2>&1)"; then
+  echo "make up reported success while dt-binder's port ${health} was taken:" >&2; echo "${out}" >&2; exit 1
+fi
+[[ "${out}" == *"port ${health}, where dt-binder listens, is taken"* ]] ||
+  { echo "make up failed without naming dt-binder's taken port:" >&2; echo "${out}" >&2; exit 1; }
+kill "${proxy}"; wait "${proxy}" 2>/dev/null || true
+"${ROOT}/hack/local-env.sh" up >/dev/null
+echo "make up refused a taken port, and started dt-binder once it was free"
+
 # `make up` itself (it runs `go build -o` for every binary, which writes each
 # file anew) restarts nothing when no code changed.
 declare -A started

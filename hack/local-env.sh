@@ -101,6 +101,13 @@ same_binary() {
 # terminal's Ctrl-C does not reach it), logs to .local/logs/NAME.log. A
 # process already running is kept, unless its binary changed since it
 # started (make up after a code change): then it is restarted.
+# LISTEN_PORTS[NAME] lists the ports the process NAME listens on, for start
+# to check that they are free.
+declare -A LISTEN_PORTS=()
+
+# port_taken PORT: something listens on the loopback port PORT.
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 start() {
   local name="$1"; shift
   if running "${name}"; then
@@ -111,6 +118,12 @@ start() {
     log "${name}: $1 changed since the running process started; restarting it"
     stop "${name}"
   fi
+  # A port taken by another program: the process could not listen there,
+  # and a readiness check of the port would ask the other program.
+  local port
+  for port in ${LISTEN_PORTS[${name}]:-}; do
+    port_taken "${port}" && die "port ${port}, where ${name} listens, is taken by another program; stop it, or choose other TERRACE_*_PORT* values (see the top of this script)"
+  done
   # Recorded before the start: a binary rewritten right after it would then
   # count as changed at the next `make up`, never the other way round.
   digest "$1" >"${PIDS}/${name}.sha256"
@@ -133,15 +146,38 @@ stop() {
   rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.sha256"
 }
 
-# wait_for DESCRIPTION SECONDS CMD...: retries CMD until it succeeds.
+# wait_for NAME SECONDS CMD...: retries CMD (NAME's readiness check) until it
+# succeeds, and fails at once when the process NAME is not running: a check
+# against a port passes for whatever answers there (another program that
+# took the port NAME could not bind, say), so it counts only while NAME runs.
 wait_for() {
-  local what="$1" seconds="$2"; shift 2
+  local name="$1" seconds="$2"; shift 2
   local deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
+  until running "${name}" && "$@" >/dev/null 2>&1; do
+    running "${name}" || die "${name} exited; the end of ${LOGS}/${name}.log:
+$(tail -n 5 "${LOGS}/${name}.log" 2>/dev/null)"
     if ((SECONDS >= deadline)); then
-      die "${what} not ready after ${seconds}s; see ${LOGS}/"
+      die "${name} not ready after ${seconds}s; see ${LOGS}/${name}.log"
     fi
     sleep 0.5
+  done
+}
+
+# warn_ephemeral_ports warns of the ports chosen (TERRACE_*_PORT*) that lie in
+# the kernel's range of ephemeral ports: any outgoing connection (the
+# processes' own, to etcd or kube-apiserver) may take one of them as its
+# source port first, and the process that should listen there cannot start.
+warn_ephemeral_ports() {
+  local lo hi
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || return 0
+  local ports=("${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}"
+    "${CONTROLLER_PORT_BASE}" "$((CONTROLLER_PORT_BASE + 2 * ${#CONTROLLERS[@]} - 1))")
+  local p
+  for p in "${ports[@]}"; do
+    if ((p >= lo && p <= hi)); then
+      log "warning: port ${p} lies in this machine's ephemeral port range (${lo}-${hi}): a process may fail to bind it; choose TERRACE_*_PORT* values below ${lo}"
+      return
+    fi
   done
 }
 
@@ -213,6 +249,7 @@ EOF
 # --- control plane -----------------------------------------------------------
 
 start_control_plane() {
+  LISTEN_PORTS[etcd]="${ETCD_PORT} ${ETCD_PEER_PORT}"
   start etcd "${K8S_BIN}/etcd" \
     --data-dir "${LOCAL}/etcd" \
     --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
@@ -226,6 +263,7 @@ start_control_plane() {
   # --endpoint-reconciler-type none: the advertise address is loopback, which
   # the "kubernetes" Service's Endpoints may not hold (kube-apiserver logged
   # that every 10 s); nothing here runs pods that would use that Service.
+  LISTEN_PORTS[kube-apiserver]="${APISERVER_PORT}"
   start kube-apiserver "${K8S_BIN}/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
@@ -246,6 +284,7 @@ start_control_plane() {
   # kube-controller-manager logged its absence from the cluster's
   # authentication ConfigMap every few seconds; its own endpoint (healthz
   # only, here) needs no request-header authentication.
+  LISTEN_PORTS[kube-controller-manager]="${KCM_PORT}"
   start kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
     --kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig "${LOCAL}/kube-controller-manager.kubeconfig" \
@@ -291,6 +330,7 @@ start_controllers() {
     local metrics=$((CONTROLLER_PORT_BASE + 2 * i)) health=$((CONTROLLER_PORT_BASE + 2 * i + 1))
     local pprof=0
     [[ -n "${PPROF_PORT_BASE}" ]] && pprof="127.0.0.1:$((PPROF_PORT_BASE + i))"
+    LISTEN_PORTS["${c}"]="${metrics} ${health}"
     start "${c}" "${BIN}/${c}" \
       --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \
       --metrics-bind-address "127.0.0.1:${metrics}" \
@@ -339,11 +379,19 @@ up() {
     name="$(basename "${f}" .pid)"
     running "${name}" || rm -f "${f}"
   done
+  warn_ephemeral_ports
   ensure_pki
   start_control_plane
   install_terrace
   start_controllers
   status
+  # Every process was ready once; one that exited since (a port taken, say)
+  # must not be reported as running.
+  local c stopped=()
+  for c in etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}"; do
+    running "${c}" || stopped+=("${c}")
+  done
+  ((${#stopped[@]} == 0)) || die "not running: ${stopped[*]}; see ${LOGS}/<component>.log, then run make up again"
   cat <<EOF
 
 Terrace is running. Point kubectl at it:
