@@ -64,9 +64,25 @@ type Recorder struct {
 	Kind string
 }
 
-// For returns a Recorder for kind and registers the metrics.
+// ResultSucceeded and ResultFailed are the results of most finished jobs,
+// whose counter series For creates at zero.
+const (
+	ResultSucceeded = "Succeeded"
+	ResultFailed    = "Failed"
+)
+
+// For returns a Recorder for kind and registers the metrics. It creates the
+// job counters of kind at zero (started; finished Succeeded and Failed): a
+// counter series that appears only with its first increment hides that
+// increment from rate() and increase(), and a freshly (re)started
+// controller would show no series at all, say one that only finishes jobs
+// it resumed (a restart mid-job counts the finish, not the start: the
+// counters are per process).
 func For(kind string) Recorder {
 	Register()
+	jobsStarted.WithLabelValues(kind)
+	jobsFinished.WithLabelValues(kind, ResultSucceeded)
+	jobsFinished.WithLabelValues(kind, ResultFailed)
 	return Recorder{Kind: kind}
 }
 

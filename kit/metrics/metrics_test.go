@@ -95,3 +95,26 @@ func TestJobClock(t *testing.T) {
 		t.Errorf("duration after Forget = %v, want negative", d)
 	}
 }
+
+// For creates the job counters of its kind at zero, so that they are there
+// before the first job of a (re)started controller.
+func TestForCreatesJobCountersAtZero(t *testing.T) {
+	r := For("TestKindZero")
+	forgetKind(t, r.Kind)
+	want := `
+# HELP terrace_jobs_finished_total Jobs finished, by object kind and final phase.
+# TYPE terrace_jobs_finished_total counter
+terrace_jobs_finished_total{kind="TestKindZero",result="Failed"} 0
+terrace_jobs_finished_total{kind="TestKindZero",result="Succeeded"} 0
+# HELP terrace_jobs_started_total Jobs started, by object kind.
+# TYPE terrace_jobs_started_total counter
+terrace_jobs_started_total{kind="TestKindZero"} 0
+`
+	// The other tests' kinds are gone (forgetKind; none runs in parallel).
+	if err := testutil.CollectAndCompare(jobsStarted, strings.NewReader(want), "terrace_jobs_started_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.CollectAndCompare(jobsFinished, strings.NewReader(want), "terrace_jobs_finished_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -80,6 +80,10 @@ var bindDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 func RegisterMetrics() {
 	metrics.Register()
 	metrics.MustRegister(bindDuration)
+	// Both modes' series exist from the start (empty): a freshly
+	// (re)started binder shows the histogram before its first bind.
+	bindDuration.WithLabelValues(ModeStatic)
+	bindDuration.WithLabelValues(ModeDynamic)
 }
 
 // Claims and Targets record phase transitions and the per-object phase gauge
