@@ -3,6 +3,7 @@ package installation_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -217,4 +218,108 @@ func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 	annotate(g, inst, "example.org/touched", "yes")
 	g.Consistently(hints, "2s", interval).Should(ConsistOf(hint(2), hint(3)))
 	g.Expect(getInst(ns, "root")()).To(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", job)))
+}
+
+// The way out a deployer ends a failed deletion's message with survives the
+// whole chain up to the root: item → execution (which quotes the first
+// failed item's message up to 512 bytes, cutting its middle) →
+// sub-installation → root, in a realistic stack whose names are long (a
+// Target name of 226 characters, item names of up to 63) and whose ten
+// items all fail, so that every level quotes a long message: the item's is
+// cut by the execution, the execution's (with its list of failed items) by
+// the installation controller. The installation controller used to keep
+// only the start of the execution's message (600 runes for a deletion), so
+// the sub-installation, and the root after it, lost the annotations that
+// say how to go on.
+func TestDeployersWayOutSurvivesTheChainToTheRoot(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	target := strings.Repeat("eu-central-1-production-", 9) + "cluster-01"
+	items := []string{
+		"monitoring-stack-prometheus-operator-custom-resource-definition",
+		"monitoring-stack-prometheus-operator-deployment-and-service",
+		"monitoring-stack-prometheus-server-statefulset-with-storage",
+		"monitoring-stack-alertmanager-cluster-with-notification-routes",
+		"monitoring-stack-grafana-deployment-with-datasources",
+		"monitoring-stack-grafana-dashboards-kubernetes-cluster-overview",
+		"monitoring-stack-node-exporter-daemonset-on-every-worker-node",
+		"monitoring-stack-kube-state-metrics-deployment-and-rbac-rules",
+		"monitoring-stack-blackbox-exporter-for-external-http-endpoints",
+		"monitoring-stack-pushgateway-for-batch-jobs-and-cron-workloads",
+	}
+	var yaml strings.Builder
+	for _, item := range items {
+		g.Expect(len(item)).To(BeNumerically("<=", 63), item)
+		yaml.WriteString(`    - name: ` + item + `
+      type: landscaper.gardener.cloud/mock
+      target:
+        name: ` + target + `
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+        providerStatus:
+          apiVersion: example.org/v1
+          kind: Installed
+`)
+	}
+	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, target), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
+	fs := map[string]string{
+		"blueprint.yaml": "subinstallations:\n- name: monitoring\n  blueprint: {dir: monitoring}\n",
+		"monitoring/blueprint.yaml": `deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+` + yaml.String(),
+	}
+	create(g, newInstallation(ns, "root", fs, reconcileAnnotation...))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	g.Expect(env.Client.Delete(ctx, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, target)})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: target}, &lsv1alpha1.Target{}))
+	}, timeout, interval).Should(BeTrue())
+	root, _ := getInst(ns, "root")()
+	g.Expect(env.Client.Delete(ctx, root)).To(Succeed())
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseDeleteFailed),
+		HaveField("Status.LastError.Reason", "SubObjectsDeleteFailed")), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+
+	// Every item's message is longer than the execution quotes: cut there.
+	wayOut := `or annotate the item with ` + lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" to delete it without uninstalling`
+	exec, err := getExec(ns, "root-monitoring")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exec.Status.DeployItemReferences).To(HaveLen(len(items)))
+	for _, ref := range exec.Status.DeployItemReferences {
+		di := &lsv1alpha1.DeployItem{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Reference.Name}, di)).To(Succeed())
+		g.Expect(di.Status.LastError).NotTo(BeNil(), ref.Name)
+		g.Expect(di.Status.LastError.Message).To(HaveSuffix(wayOut), ref.Name)
+		g.Expect(len(di.Status.LastError.Message)).To(BeNumerically(">", 512), di.Status.LastError.Message)
+	}
+	g.Expect(exec.Status.LastError).NotTo(BeNil())
+	execMsg := exec.Status.LastError.Message
+	g.Expect(execMsg).To(And(HavePrefix("deleting deploy items failed: "+strings.Join(sorted(items), ", ")+"; "), HaveSuffix(wayOut)))
+	g.Expect(len(execMsg)).To(BeNumerically(">", 1024), "longer than the installation controller quotes")
+
+	advice := "; fix the cause first (e.g. create the missing Target again, or annotate the deploy item with " +
+		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`
+	// The sub-installation quotes the execution's start and end.
+	sub, _ := getInst(ns, "root-monitoring")()
+	_, quoted, _ := strings.Cut(sub.Status.LastError.Message, "; cause: execution root-monitoring: DeleteFailed: ")
+	g.Expect(sub.Status.LastError.Message).To(HavePrefix("deleting sub-objects failed: execution root-monitoring (DeleteFailed); cause: execution root-monitoring: DeleteFailed: deleting deploy items failed: "))
+	g.Expect(quoted).To(HaveSuffix(wayOut + advice))
+	head, tail, cut := strings.Cut(strings.TrimSuffix(quoted, advice), " … ")
+	g.Expect(cut).To(BeTrue(), quoted)
+	g.Expect(execMsg).To(And(HavePrefix(head), HaveSuffix(tail)))
+	// The root quotes the sub-installation's cause, its end whole.
+	inst, _ := getInst(ns, "root")()
+	msg := inst.Status.LastError.Message
+	g.Expect(msg).To(Equal("deleting sub-objects failed: sub-installation root-monitoring (DeleteFailed); cause: sub-installation root-monitoring → execution root-monitoring: DeleteFailed: " + quoted))
+	g.Expect(msg).To(HaveSuffix(wayOut + advice))
+	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady), HaveField("Message", msg))))
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

@@ -244,7 +244,8 @@ func ptrTo[T any](v T) *T { return &v }
 // the jobs would go on to write them. Completing used to fail SpecChanged
 // (setting the deletion timestamp moves the generation), advising the
 // reconcile annotation, which does nothing for an installation being
-// deleted; Init used to create p.x anew.
+// deleted; Init used to create p.x anew (now Init ends before it writes
+// anything, see TestInitOfAnInstallationBeingDeletedCreatesNothing).
 func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -293,7 +294,7 @@ func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
 	}
 	messages := map[string]string{
 		"exp": `the installation is being deleted: export "out" (dataRef "exp-out") and target export "cl" (target "exp-cl") are not written; the job ends here and the deletion job follows`,
-		"p":   `the installation is being deleted: context copy of import "x" is not written; the job ends here and the deletion job follows`,
+		"p":   `the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init and the deletion job follows`,
 	}
 	for name, msg := range messages {
 		g.Expect(rec.index(func(i *lsv1alpha1.Installation) bool {
@@ -301,6 +302,77 @@ func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
 				i.Status.LastError.Reason == "DeletedDuringJob" && i.Status.LastError.Message == msg
 		})).NotTo(Equal(-1), "%s's install job ended Failed saying why, before its deletion job started", name)
 	}
+}
+
+// An installation deleted while its Init waits (here for a predecessor)
+// creates nothing when Init runs again: the job ends Failed
+// (DeletedDuringJob) before any request, and the deletion job follows. It
+// used to create its execution and sub-installation first, stopped only at
+// its context copies, and the deletion job then deleted what it had just
+// created (uninstalling deploy items it had just installed).
+func TestInitOfAnInstallationBeingDeletedCreatesNothing(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	rec := record(t, ns)
+	// pred waits in Completing for the name of its export, held by an
+	// object being deleted, until the test releases it.
+	held := &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pred-out", OwnerReferences: []metav1.OwnerReference{goneOwner}},
+		Data: lsv1alpha1.NewAnyJSON([]byte(`"old"`))}
+	createGoing(g, held)
+	pred := newInstallation(ns, "pred", exportingBlueprint("new"), reconcileAnnotation...)
+	pred.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "out", DataRef: "pred-out"}}
+	create(g, pred)
+	g.Eventually(getInst(ns, "pred"), timeout, interval).Should(waitsForName(lsv1alpha1.PhaseCompleting, "DataObject", ns, "pred-out"),
+		func() string { i, _ := getInst(ns, "pred")(); return lastError(i) })
+	// dep imports pred's export: it waits in Init for pred. Its blueprint
+	// renders a deploy item and a sub-installation reading the import.
+	dep := newInstallation(ns, "dep", map[string]string{
+		"blueprint.yaml": `imports:
+- name: x
+  type: data
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+` + indent(mockItem("item", ""), 4) + `
+subinstallations:
+- name: s
+  blueprint: {dir: s}
+  imports: {data: [{name: v, dataRef: x}]}
+`,
+		"s/blueprint.yaml": "imports:\n- name: v\n  type: data\n",
+	}, reconcileAnnotation...)
+	dep.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "x", DataRef: "pred-out"}}
+	create(g, dep)
+	g.Eventually(getInst(ns, "dep"), timeout, interval).Should(And(inPhase(lsv1alpha1.PhaseInit),
+		HaveField("Status.Conditions", ContainElement(And(HaveField("Reason", "Waiting"), HaveField("Message", ContainSubstring("predecessors pred to finish")))))))
+
+	dep, _ = getInst(ns, "dep")()
+	g.Expect(env.Client.Delete(ctx, dep)).To(Succeed())
+	releaseHeld(g, held)
+	g.Eventually(getInst(ns, "pred"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "pred")(); return lastError(i) })
+	g.Eventually(gone(getInst(ns, "dep")), timeout, interval).Should(BeTrue())
+
+	// The recorder has seen dep's install job end once it shows it: any
+	// sub-installation the job created comes before in the watch.
+	failed := func(i *lsv1alpha1.Installation) bool {
+		return i.Name == "dep" && i.Status.Phase == lsv1alpha1.PhaseFailed && i.Status.LastError != nil && i.Status.LastError.Reason == "DeletedDuringJob"
+	}
+	g.Eventually(func() int { return rec.index(failed) }, timeout, interval).ShouldNot(Equal(-1))
+	end := rec.statuses("dep")[0]
+	for _, st := range rec.statuses("dep") {
+		if failed(&st) {
+			end = st
+			break
+		}
+	}
+	g.Expect(rec.statuses("dep-s")).To(BeEmpty(), "no sub-installation created")
+	g.Expect(end.Status.ExecutionReference).To(BeNil(), "no execution created")
+	g.Expect(end.Status.InstallationReferences).To(BeEmpty(), "no sub-installation created")
+	g.Expect(end.Status.LastError.Message).To(Equal("the installation is being deleted: its execution, sub-installations and context copies are not written; " +
+		"the job ends in phase Init and the deletion job follows"))
+	g.Expect(end.Status.LastError.Operation).To(Equal(string(lsv1alpha1.PhaseInit)))
 }
 
 // dataObjectWrites records the DataObjects a watch saw created or changed,

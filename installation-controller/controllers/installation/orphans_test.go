@@ -171,9 +171,17 @@ func TestOrphansDeleteFailedFailParent(t *testing.T) {
 		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	inst, _ = getInst(ns, "root")()
 	job := inst.Status.JobID
-	g.Expect(inst.Status.LastError.Message).To(And(ContainSubstring("sub-installation root-one"), ContainSubstring("sub-installation root-two")))
+	// The message names the orphans and quotes the cause (the first
+	// orphan's, from the bottom of its tree, read from the orphans the job
+	// has) as SubObjectsDeleteFailed does, with the way on: it used to name
+	// the orphans only.
+	msg := inst.Status.LastError.Message
+	g.Expect(msg).To(HavePrefix("deleting orphans failed: sub-installation root-one (DeleteFailed), sub-installation root-two (DeleteFailed); " +
+		"cause: sub-installation root-one → execution root-one: DeleteFailed: deleting deploy items failed: item; item: TargetNotFound: spec.target: Target " + ns + "/cluster not found; "))
+	g.Expect(msg).To(HaveSuffix(`to delete it without uninstalling; fix the cause first (e.g. create the missing Target again, or annotate the deploy item with ` +
+		lsv1alpha1.DeleteWithoutUninstallAnnotation + `: "true" as the cause says), then add the reconcile annotation to the root installation to retry`))
 	g.Expect(inst.Status.Conditions).To(ContainElement(And(HaveField("Type", lsv1alpha1.ConditionReady),
-		HaveField("Status", BeEquivalentTo("False")), HaveField("Reason", "OrphanDeletionFailed"))))
+		HaveField("Status", BeEquivalentTo("False")), HaveField("Reason", "OrphanDeletionFailed"), HaveField("Message", msg))))
 	for _, n := range []string{"root-one", "root-two"} {
 		sub, err := getInst(ns, n)()
 		g.Expect(err).NotTo(HaveOccurred(), n)

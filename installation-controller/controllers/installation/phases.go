@@ -34,6 +34,12 @@ func wait(format string, args ...any) (outcome, error) {
 // marked and deleted (their deletion runs in CleanupOrphaned).
 func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	inst := s.inst
+	if inst.DeletionTimestamp != nil {
+		// Deleted since the job started (Init runs again after each wait,
+		// say for predecessors): the deletion job follows and deletes
+		// whatever Init would create or update now, so nothing is written.
+		return outcome{}, initWhileDeleting()
+	}
 	bp, err := parseBlueprint(inst)
 	if err != nil {
 		return outcome{}, err
@@ -109,10 +115,25 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	if err := r.deleteStale(ctx, inst, writtenDataCopies, keep); err != nil {
 		return outcome{}, err
 	}
-	if len(s.handDeleted) > 0 {
-		return wait("%s, deleted by hand, to be gone before they are created again", strings.Join(s.handDeleted, ", "))
+	if len(s.handDeleted) > 0 || len(s.orphansGoing) > 0 {
+		return wait("%s", goneWaitMessage(s.handDeleted, s.orphansGoing))
 	}
 	return next(lsv1alpha1.PhaseCleanupOrphaned)
+}
+
+// goneWaitMessage says what Init waits for when sub-objects it handed their
+// deletion are on their way out: those deleted by hand are created again
+// once gone; orphans (deleted by this job's Init before it waited for
+// something else) are not.
+func goneWaitMessage(handDeleted, orphans []string) string {
+	var parts []string
+	if len(handDeleted) > 0 {
+		parts = append(parts, strings.Join(handDeleted, ", ")+", deleted by hand, to be gone before they are created again")
+	}
+	if len(orphans) > 0 {
+		parts = append(parts, strings.Join(orphans, ", ")+", deleted and no longer rendered by the blueprint, to be gone (they are not created again)")
+	}
+	return strings.Join(parts, "; and ")
 }
 
 // templateFailure ends the job: a template that does not render fails the
@@ -223,8 +244,9 @@ func (w contextWrite) checkName(kind, name string) error {
 	return nil
 }
 
-// ReasonDeletedDuringJob fails an install job that reaches a write of its
-// exports or context copies while the installation is being deleted.
+// ReasonDeletedDuringJob fails the install job of an installation being
+// deleted that runs Init (again, after a wait) or Completing, or reaches a
+// write of its exports or context copies.
 const ReasonDeletedDuringJob = "DeletedDuringJob"
 
 // refuseWhileDeleting keeps an installation being deleted from writing
@@ -233,13 +255,23 @@ const ReasonDeletedDuringJob = "DeletedDuringJob"
 // what it would write now outlives the installation's decision to go, say
 // an export deleted meanwhile (by hand, or by a foreground deletion) created
 // again, and successors would read it as current. The job ends instead, and
-// the deletion job follows. Checked before any request.
+// the deletion job follows. Checked before any request. Init and Completing
+// end such a job before they write anything (initWhileDeleting,
+// completingWhileDeleting): this keeps every other way to the writes shut.
 func (w contextWrite) refuseWhileDeleting(inst *lsv1alpha1.Installation) error {
 	if inst.DeletionTimestamp == nil {
 		return nil
 	}
 	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
 		"the installation is being deleted: %s is not written; the job ends here and the deletion job follows", w.what)
+}
+
+// initWhileDeleting ends the job of an installation being deleted that
+// (re)enters Init: it creates or updates no execution, sub-installation or
+// context copy (see refuseWhileDeleting), before any request.
+func initWhileDeleting() error {
+	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
+		"the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init and the deletion job follows")
 }
 
 // completingWhileDeleting ends the job of an installation being deleted
@@ -562,7 +594,10 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "execution %s exists but does not belong to this installation", exec.Name)
 		}
 		if exec.DeletionTimestamp != nil {
-			return r.takeOverHandDeletion(ctx, s, exec)
+			// With no deploy items, it is the orphan this job's Init
+			// deleted before it waited (or one deleted by hand meanwhile):
+			// it goes, and is not created again.
+			return r.takeOverHandDeletion(ctx, s, exec, len(items) == 0)
 		}
 		if len(items) == 0 {
 			// The blueprint no longer renders deploy items: the execution is
@@ -601,7 +636,10 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 // hands over. This job hands over its own and Init waits (s.handDeleted)
 // until the object is gone: the owner watch then wakes Init, which creates
 // it again. A deletion that failed fails the job; the next job retries it.
-func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj client.Object) error {
+// An orphan (obj is no longer rendered) found on its way out in a later
+// reconcile of Init, after a wait, is taken over the same way, but the
+// messages say it is not created again.
+func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj client.Object, orphan bool) error {
 	// A sub-installation's siblings that import from it are not deleted:
 	// marked like an orphan, it does not wait for them (they would wait in
 	// turn for this job, which waits for it). They get the job once it is back.
@@ -617,9 +655,13 @@ func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj cli
 	}
 	what := kindOf(obj) + " " + obj.GetName()
 	if failed != nil {
-		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", handDeletionFailedMessage(what, *failed))
+		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", handDeletionFailedMessage(what, orphan, *failed))
 	}
-	s.handDeleted = append(s.handDeleted, what)
+	if orphan {
+		s.orphansGoing = append(s.orphansGoing, what)
+	} else {
+		s.handDeleted = append(s.handDeleted, what)
+	}
 	return nil
 }
 
@@ -629,12 +671,17 @@ func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj cli
 // the same marker, so a parent passes it up the tree), and how to go on.
 // The cause comes from the object the job read already: no request. An
 // object without a lastError (written by something else than Terrace's
-// controllers) is only named.
-func handDeletionFailedMessage(what string, f subObjectFailure) string {
-	if f.lastError == nil || f.lastError.Reason == "" {
-		return what + " was deleted by hand and its deletion failed (see its status); the next job retries it"
+// controllers) is only named. An orphan (see takeOverHandDeletion) is said
+// to be one: usually the job deleted it, not a user.
+func handDeletionFailedMessage(what string, orphan bool, f subObjectFailure) string {
+	how := " was deleted by hand"
+	if orphan {
+		how = ", no longer rendered by the blueprint, was deleted"
 	}
-	return what + " was deleted by hand and its deletion failed" + causeMarker + f.cause(maxDeleteCauseMessage) + deleteRetryAdvice
+	if f.lastError == nil || f.lastError.Reason == "" {
+		return what + how + " and its deletion failed (see its status); the next job retries it"
+	}
+	return what + how + " and its deletion failed" + causeMarker + f.cause() + deleteRetryAdvice
 }
 
 // handOverDeletion hands this job to obj, a deleted execution or
@@ -735,7 +782,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 			continue
 		}
 		if cur.DeletionTimestamp != nil {
-			if err := r.takeOverHandDeletion(ctx, s, cur); err != nil {
+			if err := r.takeOverHandDeletion(ctx, s, cur, false); err != nil {
 				return err
 			}
 			continue
@@ -815,14 +862,15 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	var working, failed []string
+	var working []string
+	var failed []subObjectFailure
 	handOver := func(o client.Object, what string) error {
 		deleteFailed, err := r.handOverDeletion(ctx, s, o)
 		switch {
 		case err != nil:
 			return err
 		case deleteFailed != nil:
-			failed = append(failed, what)
+			failed = append(failed, *deleteFailed)
 		default:
 			working = append(working, what)
 		}
@@ -845,7 +893,9 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 	case len(working) > 0:
 		return wait("orphans %s to be deleted", strings.Join(working, ", "))
 	case len(failed) > 0:
-		return outcome{}, fatalf(ReasonOrphansDeleteFailed, lsv1alpha1.ErrorInternalProblem, "deleting orphans failed: %s", strings.Join(failed, ", "))
+		// The cause is quoted from the orphans as the job read them: no
+		// request.
+		return outcome{}, fatalf(ReasonOrphansDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", orphansDeleteFailedMessage(failed))
 	}
 	return next(lsv1alpha1.PhaseObjectsCreated)
 }

@@ -309,6 +309,12 @@ type scope struct {
 	// deleted by hand (Init hands them this job's deletion and waits until
 	// they are gone, then creates them again).
 	handDeleted []string
+	// orphansGoing names the orphans this job deleted in an earlier
+	// reconcile of Init (the execution, once the blueprint renders no
+	// deploy items) that Init, run again after a wait, finds on their way
+	// out: it hands them the deletion and waits as for handDeleted, but
+	// they are not created again.
+	orphansGoing []string
 	// written runs once the status this reconcile computed is stored (the
 	// write succeeded or was not needed): events and metrics of the
 	// transitions it holds, so a write that conflicts reports nothing.
