@@ -200,3 +200,67 @@ func TestUnableToTerminateCountsFromDeletion(t *testing.T) {
 	removeFinalizer(t, sr, toolchainv1alpha1.Finalizer)
 	removeFinalizer(t, getTarget(g, ns, "dt"), appstudiov1alpha1.TargetFinalizer)
 }
+
+// TestClaimSaysItsTargetFailed: a deleted claim waits for its target to go
+// (reclaimPolicy Delete); when the target turns Failed (its SpaceRequest
+// cannot terminate), the claim's Bound condition says so, quotes why, and
+// points at the target's status and events, instead of only waiting.
+func TestClaimSaysItsTargetFailed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	class := newClass(t, appstudiov1alpha1.ReclaimPolicyDelete)
+	startBinder(t, binder.Options{UnableToTerminateTimeout: time.Second}, ns)
+	bindDynamically(t, ns, class.Name, "c", "dt")
+	sr := &toolchainv1alpha1.SpaceRequest{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "c-sr",
+			Labels:     map[string]string{appstudiov1alpha1.ClaimLabel: "c"},
+			Finalizers: []string{toolchainv1alpha1.Finalizer},
+		},
+		Spec: toolchainv1alpha1.SpaceRequestSpec{TierName: "appstudio-env"},
+	}
+	create(t, sr)
+
+	bound := func(g Gomega) *metav1.Condition {
+		c := meta.FindStatusCondition(getClaim(g, ns, "c").Status.Conditions, appstudiov1alpha1.ConditionBound)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	g.Expect(env.Client.Delete(ctx, getClaim(g, ns, "c"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTarget(g, ns, "dt").DeletionTimestamp).NotTo(BeNil())
+		c := bound(g)
+		g.Expect(c.Reason).To(Equal(appstudiov1alpha1.BindReasonDeletingTarget))
+		g.Expect(c.Message).To(Equal("waiting for target dt to be deleted (reclaimPolicy Delete)"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// The provisioner (by hand) deletes the SpaceRequest, which cannot
+	// terminate: the target turns Failed.
+	g.Expect(env.Client.Delete(ctx, sr)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sr), sr)).To(Succeed())
+	const stuck = "configmap held by a finalizer"
+	sr.Status.Conditions = []metav1.Condition{{
+		Type: toolchainv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: toolchainv1alpha1.ReasonUnableToTerminate, Message: stuck,
+		LastTransitionTime: metav1.Now(),
+	}}
+	g.Expect(env.Client.Status().Update(ctx, sr)).To(Succeed())
+	g.Eventually(func(g Gomega) appstudiov1alpha1.DeploymentTargetPhase { return getTarget(g, ns, "dt").Status.Phase }).
+		WithTimeout(timeout).WithPolling(poll).Should(Equal(appstudiov1alpha1.DeploymentTargetPhaseFailed))
+	g.Eventually(func(g Gomega) {
+		c := bound(g)
+		g.Expect(c.Reason).To(Equal(appstudiov1alpha1.BindReasonDeletingTarget))
+		g.Expect(c.Message).To(SatisfyAll(
+			HavePrefix("waiting for target dt to be deleted (reclaimPolicy Delete); the target's phase is Failed"),
+			ContainSubstring(appstudiov1alpha1.TerminatingReasonUnableToTerminate+": "),
+			ContainSubstring(stuck),
+			HaveSuffix("kubectl describe deploymenttarget dt -n "+ns)))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// The SpaceRequest goes, the provisioner (by hand) completes the
+	// target's deletion: the claim goes.
+	removeFinalizer(t, sr, toolchainv1alpha1.Finalizer)
+	removeFinalizer(t, getTarget(g, ns, "dt"), appstudiov1alpha1.TargetFinalizer)
+	eventuallyGone(t, &appstudiov1alpha1.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}})
+}

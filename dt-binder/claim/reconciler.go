@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
@@ -1011,9 +1012,43 @@ func (r *Reconciler) reclaim(ctx context.Context, s *scope) error {
 	}
 	// Step 7: the finalizer goes when the target is gone; its delete event
 	// brings the claim back.
-	s.setCondition(metav1.ConditionFalse, appstudiov1alpha1.BindReasonDeletingTarget,
-		fmt.Sprintf("waiting for target %s to be deleted (reclaimPolicy Delete)", t.Name))
+	s.setCondition(metav1.ConditionFalse, appstudiov1alpha1.BindReasonDeletingTarget, deletingTargetMessage(t))
 	return nil
+}
+
+// maxQuotedTargetMessage bounds what deletingTargetMessage quotes of a
+// failed target's Ready message, which quotes its SpaceRequest's in turn.
+const maxQuotedTargetMessage = 1024
+
+// deletingTargetMessage says what a deleted claim waits for: its target to
+// go. A target Failed while being deleted (its SpaceRequest could not be
+// terminated) goes only once that is dealt with, so the message says so,
+// why (the target's Ready condition, from the cached copy: no request), and
+// where to look further.
+func deletingTargetMessage(t *appstudiov1alpha1.DeploymentTarget) string {
+	msg := fmt.Sprintf("waiting for target %s to be deleted (reclaimPolicy Delete)", t.Name)
+	if t.Status.Phase != appstudiov1alpha1.DeploymentTargetPhaseFailed {
+		return msg
+	}
+	msg += fmt.Sprintf("; the target's phase is %s", t.Status.Phase)
+	if c := meta.FindStatusCondition(t.Status.Conditions, appstudiov1alpha1.TargetConditionReady); c != nil && c.Message != "" {
+		msg += fmt.Sprintf(" (%s: %s)", c.Reason, cutText(c.Message, maxQuotedTargetMessage))
+	}
+	return msg + fmt.Sprintf("; see its status and events: kubectl describe deploymenttarget %s -n %s", t.Name, t.Namespace)
+}
+
+// cutText shortens s to at most limit bytes, at a character boundary, ending
+// in "…" when cut.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "…"
+	end := limit - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ellipsis
 }
 
 func (r *Reconciler) removeFinalizer(s *scope, why string) {

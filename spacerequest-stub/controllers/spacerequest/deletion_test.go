@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -288,4 +289,90 @@ func TestOwnNamespaceDeletionIsNoOrphan(t *testing.T) {
 	release()
 	g.Consistently(func(g Gomega) []string { return observabilitytest.Events(g, c, metav1.NamespaceDefault, provisioned) }).
 		WithTimeout(consistency).WithPolling(interval).ShouldNot(ContainElement("Warning/" + spacerequest.EventOrphanedNamespaceDeleted))
+}
+
+// TestUnableToTerminateQuotesTheNamespacesStatus: a namespace held up by
+// what is left in it carries kube-controller-manager's conditions saying
+// what (NamespaceContentRemaining, NamespaceFinalizersRemaining);
+// UnableToTerminate quotes those that are True (in its message and its
+// event) and follows them as they change. envtest has no namespace
+// controller: the test writes the conditions (namespaces/status) as it
+// would.
+func TestUnableToTerminateQuotesTheNamespacesStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	sr, key, provisioned := provisionedEnv(t, g, "team-held-up")
+	g.Expect(c.Delete(ctx, sr)).To(Succeed())
+
+	const (
+		content    = "Some resources are remaining: configmaps. has 1 resource instances"
+		finalizers = "Some content in the namespace has finalizers remaining: example.com/block in 1 resource instances"
+		discovered = "All resources successfully discovered"
+	)
+	setConditions := func(conds ...corev1.NamespaceCondition) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			ns := &corev1.Namespace{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: provisioned}, ns)).To(Succeed())
+			g.Expect(ns.DeletionTimestamp).NotTo(BeNil(), "the stub deleted the namespace")
+			ns.Status.Conditions = conds
+			g.Expect(c.Status().Update(ctx, ns)).To(Succeed())
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}
+	now := metav1.Now()
+	setConditions(
+		corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionFalse,
+			Reason: "ResourcesDiscovered", Message: discovered, LastTransitionTime: now},
+		corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeResourcesRemain", Message: content, LastTransitionTime: now},
+		corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeFinalizersRemain", Message: finalizers, LastTransitionTime: now},
+	)
+
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
+	g.Eventually(message(key)).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAll(
+		ContainSubstring(provisioned+" is still there"),
+		ContainSubstring(string(corev1.NamespaceContentRemaining)+": "+content),
+		ContainSubstring(string(corev1.NamespaceFinalizersRemaining)+": "+finalizers),
+		Not(ContainSubstring(discovered))), "the True conditions are quoted; a False one says nothing is wrong")
+	warnings := func(g Gomega) []string {
+		list := &eventsv1.EventList{}
+		g.Expect(c.List(ctx, list, client.InNamespace(sr.Namespace))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == key.Name && e.Reason == spacerequest.EventUnableToTerminate {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}
+	g.Eventually(warnings).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(ContainSubstring(finalizers)))
+
+	// The content is gone, its finalizer's object still there: the message
+	// follows the namespace's status.
+	setConditions(
+		corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse,
+			Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization", LastTransitionTime: now},
+		corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeFinalizersRemain", Message: finalizers, LastTransitionTime: now},
+	)
+	g.Eventually(message(key)).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAll(
+		ContainSubstring(string(corev1.NamespaceFinalizersRemaining)+": "+finalizers),
+		Not(ContainSubstring(string(corev1.NamespaceContentRemaining)))))
+	g.Expect(reason(key)(g)).To(Equal(toolchainv1alpha1.ReasonUnableToTerminate))
+
+	// A namespace holding many finalizers: the quote is cut, so that the
+	// event's note stays within what the API server accepts (1 KiB), and
+	// the event is still recorded.
+	many := "Some content in the namespace has finalizers remaining: " + strings.Repeat("example.com/a-rather-long-finalizer-name ", 40)
+	setConditions(corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+		Reason: "SomeFinalizersRemain", Message: many, LastTransitionTime: now})
+	g.Eventually(message(key)).WithTimeout(timeout).WithPolling(interval).Should(SatisfyAll(
+		ContainSubstring(many[:200]), HaveSuffix("…"), WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", 1024))))
+	g.Eventually(warnings).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(ContainSubstring(many[:200])))
+
+	finalizeNamespace(t, g, provisioned)
+	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
+		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }

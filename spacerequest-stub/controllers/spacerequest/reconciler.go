@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -975,6 +977,56 @@ func unableToTerminateMessage(sr *toolchainv1alpha1.SpaceRequest, timeout time.D
 	return fmt.Sprintf("Namespace %s is still there %s after the SpaceRequest was deleted", NamespaceName(sr), timeout)
 }
 
+// namespaceHoldUps are the conditions kube-controller-manager's namespace
+// controller sets (status True) on a terminating namespace it cannot empty
+// or finish: their messages say what is left and which finalizers hold it,
+// which the stub cannot know from the namespace's metadata.
+var namespaceHoldUps = []corev1.NamespaceConditionType{
+	corev1.NamespaceContentRemaining,
+	corev1.NamespaceFinalizersRemaining,
+	corev1.NamespaceDeletionContentFailure,
+	corev1.NamespaceDeletionDiscoveryFailure,
+	corev1.NamespaceDeletionGVParsingFailure,
+}
+
+// maxQuotedNamespaceStatus bounds what UnableToTerminate quotes from the
+// namespace's conditions (their messages list every resource and finalizer
+// left): the message also goes into an event, whose note the API server
+// refuses beyond 1 KiB.
+const maxQuotedNamespaceStatus = 640
+
+// stuckNamespaceMessage is UnableToTerminate's message for a namespace that
+// is still there, quoting what its own conditions say holds it up.
+func stuckNamespaceMessage(sr *toolchainv1alpha1.SpaceRequest, timeout time.Duration, ns *corev1.Namespace) string {
+	msg := unableToTerminateMessage(sr, timeout)
+	var quoted []string
+	for _, t := range namespaceHoldUps {
+		for _, c := range ns.Status.Conditions {
+			if c.Type == t && c.Status == corev1.ConditionTrue && c.Message != "" {
+				quoted = append(quoted, fmt.Sprintf("%s: %s", c.Type, c.Message))
+			}
+		}
+	}
+	if len(quoted) == 0 {
+		return msg
+	}
+	return msg + "; its status says: " + cutText(strings.Join(quoted, "; "), maxQuotedNamespaceStatus)
+}
+
+// cutText shortens s to at most limit bytes, at a character boundary, ending
+// in "…" when cut.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "…"
+	end := limit - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ellipsis
+}
+
 // terminationFailed reports a deletion step that failed: the error goes into
 // the Ready condition's message and a Warning event (once per change of the
 // message), the reason is Terminating or, once the termination timeout has
@@ -1045,8 +1097,10 @@ func (r *Reconciler) deleteSecret(ctx context.Context, s *scope) (ctrl.Result, e
 func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	name := NamespaceName(s.sr)
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	// Read in full, not as metadata (the same one request): once the
+	// termination timeout passes, the namespace's status conditions say
+	// what holds it up (see stuckNamespaceMessage).
+	ns := &corev1.Namespace{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns)
 	if apierrors.IsNotFound(err) || (err == nil && ns.Annotations[SpaceRequestAnnotation] != Key(s.sr)) {
 		return ctrl.Result{}, nil
@@ -1073,9 +1127,11 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, s *scope) (ctrl.Result
 		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonTerminating, terminatingMessage(s.sr))
 		res.RequeueAfter = r.TerminationTimeout - elapsed
 	} else {
-		msg := unableToTerminateMessage(s.sr, r.TerminationTimeout)
-		if readyReason(s.sr) != toolchainv1alpha1.ReasonUnableToTerminate {
-			log.Info("unable to terminate", "namespace", name, "timeout", r.TerminationTimeout)
+		// A change of the namespace's conditions (a status write) is a
+		// watch event of Managed too: the message follows them.
+		msg := stuckNamespaceMessage(s.sr, r.TerminationTimeout, ns)
+		if readyReason(s.sr) != toolchainv1alpha1.ReasonUnableToTerminate || !conditionMessageIs(s.sr, msg) {
+			log.Info("unable to terminate", "namespace", name, "timeout", r.TerminationTimeout, "message", msg)
 			r.Recorder.Eventf(s.sr, nil, corev1.EventTypeWarning, EventUnableToTerminate, "Terminate", "%s", msg)
 		}
 		r.setReady(s.sr, metav1.ConditionFalse, toolchainv1alpha1.ReasonUnableToTerminate, msg)

@@ -245,3 +245,37 @@ func TestNamespaceNamesAreValidAndDeterministic(t *testing.T) {
 	g.Expect(strings.HasPrefix(n, "a-rather-long-namespace-name-for-a-team-and-an")).To(BeTrue())
 	g.Expect(spacerequest.NamespaceName(newSpaceRequest("ns", "sr"))).To(Equal("ns-sr"))
 }
+
+// TestTierAndTargetClusterRolesAreIgnored: the stub provisions the same for
+// every SpaceRequest. spec.tierName (any tier) and spec.targetClusterRoles
+// (host-operator picks the member cluster with them; the stub has one) are
+// accepted and change nothing; a change of them is observed (generation) and
+// still changes nothing.
+func TestTierAndTargetClusterRolesAreIgnored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	team := unique("team-tier")
+	createNamespace(t, g, team)
+	sr := newSpaceRequest(team, "env")
+	sr.Spec.TierName = "base1ns"
+	sr.Spec.TargetClusterRoles = []string{"cluster-role.toolchain.dev.openshift.com/tenant"}
+	g.Expect(c.Create(ctx, sr)).To(Succeed())
+	key := client.ObjectKeyFromObject(sr)
+	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
+	access := []toolchainv1alpha1.NamespaceAccess{{Name: team + "-env", SecretRef: "env-kubeconfig"}}
+	g.Expect(sr.Status.NamespaceAccess).To(Equal(access))
+	g.Expect(sr.Status.TargetClusterURL).To(Equal(env.Config.Host))
+
+	base := sr.DeepCopy()
+	sr.Spec.TierName = "appstudio-env"
+	sr.Spec.TargetClusterRoles = []string{"cluster-role.toolchain.dev.openshift.com/other"}
+	g.Expect(c.Patch(ctx, sr, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) int64 {
+		g.Expect(c.Get(ctx, key, sr)).To(Succeed())
+		return sr.Status.ObservedGeneration
+	}).WithTimeout(timeout).WithPolling(interval).Should(Equal(sr.Generation))
+	g.Expect(reason(key)(g)).To(Equal(toolchainv1alpha1.ReasonProvisioned))
+	g.Expect(sr.Status.NamespaceAccess).To(Equal(access))
+}
