@@ -90,6 +90,24 @@ func TestItemNameClashFailsWithoutTakingTheItemOver(t *testing.T) {
 	g.Expect(cur.OwnerReferences).To(BeEmpty())
 	g.Expect(cur.Spec.Type).To(Equal(noDeployerType))
 	g.Expect(cur.Labels).NotTo(HaveKey(lsv1alpha1.ManagedByExecutionLabel))
+
+	// Nor one controlled by a kind of the same name in another group, named
+	// like the execution: it is no earlier execution of this name, whose
+	// item would go with it, so nothing frees the name and the job fails
+	// at once (it does not wait for ever).
+	foreign := &lsv1alpha1.DeployItem{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign-x", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "example.com/v1", Kind: "Execution", Name: "foreign", UID: "4c9b6c9e-0000-4000-8000-000000000001",
+			Controller: ptr.To(true),
+		}}},
+		Spec: lsv1alpha1.DeployItemSpec{Type: noDeployerType},
+	}
+	g.Expect(env.Client.Create(ctx, foreign)).To(Succeed())
+	other := newExecution(ns, "foreign", mockItem("x", mockv1alpha1.ProviderConfiguration{}))
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	expectConfigFailure(t, other, execution.ReasonDeployItemNameConflict, ns+"/foreign-x", "Execution foreign")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), cur)).To(Succeed())
+	g.Expect(cur.OwnerReferences).To(Equal(foreign.OwnerReferences), "the item keeps its controller")
 }
 
 // An execution created again under the name of one whose item is still being

@@ -589,7 +589,7 @@ func controllerName(o client.Object) string {
 	if ref == nil {
 		return "nothing (no controller reference)"
 	}
-	return fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	return fmt.Sprintf("%s %s (%s, uid %s)", ref.Kind, ref.Name, ref.APIVersion, ref.UID)
 }
 
 // createItem creates the item of template t, which the execution's cache
@@ -619,7 +619,8 @@ func (r *Reconciler) createItem(ctx context.Context, s *scope, t *lsv1alpha1.Dep
 			return false, fmt.Errorf("reading existing deploy item %s: %w", name, err)
 		}
 		ref := metav1.GetControllerOf(live)
-		if ref != nil && ref.UID != s.exec.UID && (live.DeletionTimestamp != nil || (ref.Kind == "Execution" && ref.Name == s.exec.Name)) {
+		earlier := owner.Execution(live) // an Execution's, of any version (nil: not an Execution's)
+		if ref != nil && ref.UID != s.exec.UID && (live.DeletionTimestamp != nil || (earlier != nil && earlier.Name == s.exec.Name)) {
 			// The item of an earlier execution of this name (deleted, by
 			// hand or with its installation, and created again), or one on
 			// its way out: its deletion frees the name - unless it failed.
