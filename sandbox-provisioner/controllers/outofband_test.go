@@ -45,11 +45,17 @@ func patchClaim(t *testing.T, claim *appstudiov1alpha1.DeploymentTargetClaim, mu
 // object, type) into the first Event's series instead of creating another
 // Event, so a repeat shows as a series on the one Event.
 func occurrences(g Gomega, ns, name, reason string) int {
+	return occurrencesOf(g, "DeploymentTarget", ns, name, reason)
+}
+
+// occurrencesOf counts, like occurrences, the Events of reason about the
+// object of kind named name.
+func occurrencesOf(g Gomega, kind, ns, name, reason string) int {
 	var list eventsv1.EventList
 	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 	n := 0
 	for _, e := range list.Items {
-		if e.Regarding.Kind != "DeploymentTarget" || e.Regarding.Name != name || e.Reason != reason {
+		if e.Regarding.Kind != kind || e.Regarding.Name != name || e.Reason != reason {
 			continue
 		}
 		n++

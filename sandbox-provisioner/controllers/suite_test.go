@@ -40,6 +40,12 @@ func TestMain(m *testing.M) {
 // replicas without leader election.
 func startManager(t *testing.T, concurrency int) func() {
 	t.Helper()
+	return startManagerWith(t, concurrency, controllers.Options{})
+}
+
+// startManagerWith is startManager with the provisioner's options o.
+func startManagerWith(t *testing.T, concurrency int, o controllers.Options) func() {
+	t.Helper()
 	cfg := manager.Options{Concurrency: concurrency}.ControllerConfig()
 	// Several managers in one test process register the same controller names.
 	cfg.SkipNameValidation = ptr.To(true)
@@ -53,7 +59,7 @@ func startManager(t *testing.T, concurrency int) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.AddToManager(mgr, controllers.Options{}); err != nil {
+	if err := controllers.AddToManager(mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -28,6 +28,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/setup"
+	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
@@ -38,11 +39,21 @@ const DefaultTierName = "appstudio-env"
 
 // Event reasons (on the claim): problems only. Creating the SpaceRequest and
 // the target is logged and traced; the binder's Bound event on the claim is
-// the outcome.
+// the outcome. ClassNotFound, InvalidClassParameters and the SpaceRequest
+// warnings are recorded once per distinct message while the claim waits
+// (claimWarnings), not on every reconcile.
 const (
 	EventClassNotFound           = "ClassNotFound"
 	EventInvalidParameters       = "InvalidClassParameters"
 	EventCredentialsSecretAbsent = "CredentialsSecretMissing"
+	// EventSpaceRequestNotReady: the claim's SpaceRequest reports a reason
+	// it is not Ready other than provisioning in progress, or is still not
+	// Ready when the warning delay is over; the note quotes its condition.
+	EventSpaceRequestNotReady = "SpaceRequestNotReady"
+	// EventSpaceRequestUnanswered: the claim's SpaceRequest still has no
+	// Ready condition when the warning delay is over: no SpaceRequest
+	// controller handles it.
+	EventSpaceRequestUnanswered = "SpaceRequestUnanswered"
 	// EventProvisioningFailed: a reconcile failed with an error (creating
 	// the SpaceRequest or the target, reading what it needs); it is retried
 	// with back-off.
@@ -81,6 +92,15 @@ type Reconciler struct {
 	outcomes sandbox.Outcomes
 	// DefaultTierName is the tier of SpaceRequests whose class names none.
 	DefaultTierName string
+	// SpaceRequestWarning is how long a SpaceRequest may show provisioning
+	// in progress (no Ready condition, or reason Provisioning) before a
+	// Warning on its claim says so; zero means DefaultSpaceRequestWarning.
+	SpaceRequestWarning timeout.Timeout
+	// Now is the clock of the SpaceRequest warnings; nil means time.Now.
+	Now func() time.Time
+
+	// warnings makes the claim's Warnings once per distinct message.
+	warnings claimWarnings
 
 	// created remembers the SpaceRequests and targets this process created
 	// and its cache does not show yet, so that a reconcile from a stale
@@ -213,6 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.outcomes.Forget(req.NamespacedName)
+			r.warnings.forget(req.NamespacedName)
 		}
 		// A deleted claim's SpaceRequest is the orphan reconciler's business.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -278,6 +299,8 @@ func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("nothing to provision", "reason", why)
+	// It no longer waits: what it was told is history.
+	r.warnings.forget(client.ObjectKeyFromObject(c))
 	s.stop = true
 	return nil
 }
@@ -288,9 +311,10 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The class watch brings the claim back when the class appears.
-			ctrl.LoggerFrom(ctx).Info("waiting for the claim's class", "class", name)
-			r.Recorder.Eventf(s.claim, nil, corev1.EventTypeWarning, EventClassNotFound, "Provision",
-				"DeploymentTargetClass %s does not exist; waiting for it", name)
+			note := fmt.Sprintf("DeploymentTargetClass %s does not exist; waiting for it", name)
+			if r.warnOnce(s, topicClass, note, nil, EventClassNotFound, note) {
+				ctrl.LoggerFrom(ctx).Info("waiting for the claim's class", "class", name)
+			}
 			s.stop = true
 			return nil
 		}
@@ -299,13 +323,17 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	s.class = class
 	if class.Spec.Parameters != nil && len(class.Spec.Parameters.Raw) > 0 {
 		if err := json.Unmarshal(class.Spec.Parameters.Raw, &s.params); err != nil {
-			r.Recorder.Eventf(s.claim, class, corev1.EventTypeWarning, EventInvalidParameters, "Provision",
-				"Parameters of DeploymentTargetClass %s are invalid: %v", name, err)
-			ctrl.LoggerFrom(ctx).Info("invalid class parameters", "class", name, "error", err.Error())
+			// The class watch brings the claim back when it is fixed.
+			note := fmt.Sprintf("Parameters of DeploymentTargetClass %s are invalid: %v", name, err)
+			if r.warnOnce(s, topicClass, note, class, EventInvalidParameters, note) {
+				ctrl.LoggerFrom(ctx).Info("invalid class parameters", "class", name, "error", err.Error())
+			}
 			s.stop = true
 			return nil
 		}
 	}
+	// The class is usable: a problem with it that comes back is new.
+	r.warnings.clear(client.ObjectKeyFromObject(s.claim), topicClass)
 	if s.params.TierName == "" {
 		s.params.TierName = r.DefaultTierName
 	}
@@ -374,16 +402,26 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 	}
 	r.created.add(sandbox.KindSpaceRequest, key)
 	ctrl.LoggerFrom(ctx).Info("created SpaceRequest; waiting for it to be Ready", "tierName", s.params.TierName)
-	// Its status change brings the claim back.
+	// Its status change brings the claim back; should none come, the
+	// warning delay does, to say that nothing answers it.
 	s.stop = true
+	if delay, on := r.spaceRequestWarning(); on {
+		s.requeueAfter = delay
+	}
 	return nil
 }
 
+// waitForSpaceRequest stops until the SpaceRequest is Ready, telling the
+// claim when it is not for a reason other than provisioning in progress, or
+// takes too long (warnSpaceRequest).
 func (r *Reconciler) waitForSpaceRequest(ctx context.Context, s *scope) error {
 	if ok, why := sandbox.SpaceRequestReady(s.sr); !ok {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the SpaceRequest to be Ready", "status", why)
 		s.stop = true
+		return r.warnSpaceRequest(ctx, s)
 	}
+	// Ready: a later problem of this SpaceRequest (or of the next one) is new.
+	r.warnings.clear(client.ObjectKeyFromObject(s.claim), topicSpaceRequest)
 	return nil
 }
 
@@ -420,6 +458,8 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 	case err == nil:
 		r.created.seen(sandbox.KindTarget, key)
 		ctrl.LoggerFrom(ctx).V(1).Info("target exists; waiting for the binder")
+		// Provisioned: nothing it was told about applies any more.
+		r.warnings.forget(client.ObjectKeyFromObject(s.claim))
 		s.stop = true
 		return nil
 	case apierrors.IsNotFound(err):
