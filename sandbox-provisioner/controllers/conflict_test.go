@@ -169,7 +169,7 @@ func TestConflictOnFinalizerRemovalIsRetried(t *testing.T) {
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gone(dt)()).To(BeTrue(), "the finalizer was removed and the target is gone")
-	g.Expect(rec.take()).To(Equal([]string{target.EventReleased}))
+	g.Expect(rec.take()).To(Equal([]string{target.EventDeprovisioned}))
 }
 
 // TestConflictOnFinalizerAddIsRetried: the same race on a live target the

@@ -51,7 +51,11 @@ import (
 const (
 	EventDeletingSpaceRequest     = "DeletingSpaceRequest"
 	EventSpaceRequestNotTerminate = "SpaceRequestUnableToTerminate"
-	EventReleased                 = "Released"
+	// EventDeprovisioned: the SpaceRequest of a target being deleted is
+	// gone and the provisioner removed its finalizer, so the target's
+	// deletion completes. (Not "Released": that is the phase of a target
+	// whose claim went under reclaimPolicy Retain.)
+	EventDeprovisioned = "Deprovisioned"
 	// EventSpaceRequestDeletedOutOfBand: the SpaceRequest of a live target
 	// is being deleted, or gone, and the provisioner did not delete it.
 	EventSpaceRequestDeletedOutOfBand = "SpaceRequestDeletedOutOfBand"
@@ -467,7 +471,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("released target: its SpaceRequest is gone")
-	r.Recorder.Eventf(s.dt, nil, corev1.EventTypeNormal, EventReleased, "Deprovision",
-		"SpaceRequest %s is gone; removed finalizer %s", spaceRequestName(s.dt), appstudiov1alpha1.TargetFinalizer)
+	r.Recorder.Eventf(s.dt, nil, corev1.EventTypeNormal, EventDeprovisioned, "Deprovision",
+		"SpaceRequest %s is gone; removed finalizer %s, so the target's deletion completes", spaceRequestName(s.dt), appstudiov1alpha1.TargetFinalizer)
 	return nil
 }
