@@ -205,3 +205,161 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 		}
 	}
 }
+
+// setHold adds (hold) or removes holdFinalizer on the object of key, which
+// keeps it from going while the test holds it.
+func setHold(g Gomega, obj client.Object, hold bool) {
+	ctx := context.Background()
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		before := obj.DeepCopyObject().(client.Object)
+		if hold {
+			controllerutil.AddFinalizer(obj, holdFinalizer)
+		} else {
+			controllerutil.RemoveFinalizer(obj, holdFinalizer)
+		}
+		return env.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	}, timeout, interval).Should(Succeed())
+}
+
+// readyMessage is the message of an installation's Ready condition.
+func readyMessage(i *lsv1alpha1.Installation) string {
+	if c := readyOf(i); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// A sub-installation deleted by hand while it runs its parent's job runs
+// that job to its end (here it ends Failed), and the parent's job does not
+// finish before it: Ready says it waits for the sub-installation "(deleted
+// by hand)", and the job then fails with the sub-installation's cause. The
+// next job hands it its deletion and creates it again. Progressing used to
+// leave a sub-installation being deleted out, so the parent's job succeeded
+// while the sub-installation still ran it, and the parent's next job handed
+// it a new job ID in the middle of that flow. Deterministic: the
+// sub-installation's deploy item stays Progressing (mock phase) until the
+// test interrupts it.
+func TestSubInstallationDeletedByHandMidJobIsWaitedFor(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	rec := record(t, ns)
+	phase := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "phase"), Data: lsv1alpha1.NewAnyJSON([]byte(`"Progressing"`))}
+	create(g, phase)
+	fs := map[string]string{
+		"blueprint.yaml": "imports:\n- name: phase\n  type: data\n" +
+			"subinstallations:\n- name: s\n  blueprint: {dir: s}\n  imports: {data: [{name: phase, dataRef: phase}]}\n",
+		"s/blueprint.yaml": "imports:\n- name: phase\n  type: data\n" + simpleBlueprint("      phase: {{ .imports.phase }}\n")["blueprint.yaml"],
+	}
+	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "phase", DataRef: "phase"}}
+	create(g, root)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(WithTransform(readyMessage, ContainSubstring("sub-installation root-s to finish")),
+		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	root, _ = getInst(ns, "root")()
+	first := root.Status.JobID
+	sub, err := getInst(ns, "root-s")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sub.Status).To(And(HaveField("JobID", first), HaveField("Phase", lsv1alpha1.PhaseProgressing)))
+
+	g.Expect(env.Client.Delete(ctx, sub)).To(Succeed())
+	g.Eventually(func() (string, error) {
+		i, err := getInst(ns, "root")()
+		if err == nil && i.Status.JobIDFinished == first {
+			StopTrying(fmt.Sprintf("job %s ended %s while sub-installation root-s still ran it: %s", first, i.Status.Phase, lastError(i))).Now()
+		}
+		return readyMessage(i), err
+	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("phase Progressing waits for sub-installation root-s (deleted by hand) to finish"))
+	g.Expect(getInst(ns, "root-s")()).To(HaveField("Status", And(HaveField("JobID", first), HaveField("Phase", lsv1alpha1.PhaseProgressing))))
+
+	// The sub-installation's job ends (Failed: interrupted); then the
+	// parent's job ends with its cause.
+	annotate(g, sub, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationInterrupt))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseFailed))
+	root, _ = getInst(ns, "root")()
+	g.Expect(root.Status.JobIDFinished).To(Equal(first))
+	g.Expect(root.Status.LastError).To(And(HaveField("Reason", installation.ReasonSubObjectsFailed), HaveField("Message", ContainSubstring("sub-installation root-s (Failed)"))))
+	subDone := rec.index(func(i *lsv1alpha1.Installation) bool { return i.Name == "root-s" && i.Status.JobIDFinished == first })
+	rootDone := rec.index(func(i *lsv1alpha1.Installation) bool { return i.Name == "root" && i.Status.JobIDFinished == first })
+	g.Expect(subDone).To(BeNumerically(">=", 0))
+	g.Expect(rootDone).To(BeNumerically(">", subDone), "the parent's job finished after the sub-installation's")
+
+	// The next job hands it its deletion, waits until it is gone and
+	// creates it again.
+	phase.Data = lsv1alpha1.NewAnyJSON([]byte(`"Succeeded"`))
+	g.Expect(env.Client.Update(ctx, phase)).To(Succeed())
+	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
+	root, _ = getInst(ns, "root")()
+	newSub, err := getInst(ns, "root-s")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(newSub.UID).NotTo(Equal(sub.UID))
+	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+}
+
+// A parent never hands a job to a sub-installation running another one.
+// Here a job's Init hands its deletion to a sub-installation deleted by
+// hand, and then fails (the blueprint was broken meanwhile) while that
+// deletion still runs (its deploy item held). The next job's Init waits for
+// the sub-installation to finish that deletion (Ready says so) instead of
+// handing it the new job ID in the middle of it, then creates it again.
+// Before, it handed the new job over at once, and the sub-installation went
+// on in phase Deleting under a job its own sub-objects never got.
+func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	rootWithSubsAndExecution(g, ns, `["one"]`)
+	items := &lsv1alpha1.DeployItemList{}
+	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root-one"})).To(Succeed())
+	g.Expect(items.Items).To(HaveLen(1))
+	item := &items.Items[0]
+	setHold(g, item, true)
+	one, err := getInst(ns, "root-one")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, one)).To(Succeed())
+
+	// Job 2 hands it its deletion, which waits for the held item.
+	root, _ := getInst(ns, "root")()
+	first := root.Status.JobID
+	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(HaveField("Status.JobID", Not(Equal(first))),
+		WithTransform(readyMessage, ContainSubstring("installation root-one, deleted by hand, to be gone"))), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	root, _ = getInst(ns, "root")()
+	second := root.Status.JobID
+	g.Eventually(getInst(ns, "root-one"), timeout, interval).Should(HaveField("Status", And(HaveField("JobID", second), HaveField("Phase", lsv1alpha1.PhaseDeleting))))
+
+	// Job 2 fails in Init while the deletion runs.
+	good := root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"]
+	root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = "subinstallations: {not: a list"
+	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", second)))
+
+	// Job 3 waits for the deletion of job 2 to end.
+	root, _ = getInst(ns, "root")()
+	root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = good
+	root.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
+	want := fmt.Sprintf("phase Init waits for sub-installation root-one to finish job %s, which it is running (phase Deleting), before it is handed this one", second)
+	g.Eventually(func() (string, error) {
+		if o, err := getInst(ns, "root-one")(); err == nil && o.Status.JobID != second {
+			StopTrying(fmt.Sprintf("root-one was handed job %s while it ran job %s in phase %s", o.Status.JobID, second, o.Status.Phase)).Now()
+		}
+		i, err := getInst(ns, "root")()
+		return readyMessage(i), err
+	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring(want))
+	root, _ = getInst(ns, "root")()
+	third := root.Status.JobID
+	g.Expect(third).NotTo(Equal(second))
+	g.Expect(getInst(ns, "root-one")()).To(HaveField("Status", And(HaveField("JobID", second), HaveField("Phase", lsv1alpha1.PhaseDeleting))))
+
+	setHold(g, item, false)
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", third)),
+		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
+	newOne, err := getInst(ns, "root-one")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(newOne.UID).NotTo(Equal(one.UID))
+	g.Expect(newOne.Status).To(And(HaveField("JobIDFinished", third), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+}

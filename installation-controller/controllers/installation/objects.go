@@ -161,9 +161,22 @@ func (r *Reconciler) handOverExecution(ctx context.Context, s *scope, exec *lsv1
 
 // handOverInstallation writes a sub-installation's status.jobID; a merge
 // patch of that one field, so the sub-installation's own status stays as is.
+//
+// A sub-installation that started another job is not handed this one: it
+// would go on in its running phase under the new job ID and wait for its
+// own sub-objects to finish a job they never get (seed 002: a job starts
+// after the last one finished). The phase handing over waits (a *waiting
+// error) until it finished that job; its status change wakes the parent.
+// A job it has not started yet (its phase is still the last job's) is
+// replaced: it starts whichever it finds.
 func (r *Reconciler) handOverInstallation(ctx context.Context, s *scope, sub *lsv1alpha1.Installation, job string) error {
-	if sub.Status.JobID == job {
+	st := sub.Status
+	if st.JobID == job {
 		return nil
+	}
+	if st.JobID != st.JobIDFinished && st.Phase != "" && !st.Phase.IsFinal() {
+		return &waiting{out: outcome{waitMsg: fmt.Sprintf("sub-installation %s to finish job %s, which it is running (phase %s), before it is handed this one",
+			sub.Name, st.JobID, st.Phase)}}
 	}
 	// The sub-installation continues this job's trace (only while tracing is on).
 	if err := handOverTraceContext(ctx, r.Client, sub); err != nil {

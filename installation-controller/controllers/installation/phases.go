@@ -966,9 +966,24 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 		}
 	}
 	for _, sub := range subs {
-		if sub.DeletionTimestamp == nil {
-			check("sub-installation", sub.Name, sub.Status.JobIDFinished, sub.Status.Phase, sub.Status.LastError)
+		st := sub.Status
+		switch {
+		case sub.DeletionTimestamp == nil:
+			check("sub-installation", sub.Name, st.JobIDFinished, st.Phase, st.LastError)
+		case st.JobID == job || st.JobID != st.JobIDFinished:
+			// Deleted by hand during this job: it runs the job it holds to
+			// its end (an install job ends DeletedDuringJob, a job it had
+			// not started yet runs as its deletion), and the job does not
+			// finish before it, as for any sub-object: else the next job
+			// would find it mid-flow. Its outcome in this job counts.
+			if !finishedWith(st.JobIDFinished, job) {
+				working = append(working, "sub-installation "+sub.Name+" (deleted by hand)")
+				continue
+			}
+			check("sub-installation", sub.Name, st.JobIDFinished, st.Phase, st.LastError)
 		}
+		// Else it is idle, deleted by hand without this job: left out;
+		// the next job's Init hands it its deletion and creates it again.
 	}
 	if exec != nil {
 		check("execution", exec.Name, exec.Status.JobIDFinished, exec.Status.Phase, exec.Status.LastError)
@@ -992,17 +1007,18 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 }
 
 // ReasonSubObjectGone: a Warning event when a sub-installation this job
-// created or handed the job to is gone before it finished (deleted by hand
-// with its finalizer removed).
+// created or handed the job to is gone before it finished (deleted by hand:
+// its finalizer removed, or its deletion ran with this job, which it had
+// not started when it was deleted).
 const ReasonSubObjectGone = "SubObjectGone"
 
 // confirmMissing asks the API server about the sub-objects of the status
 // that the cache does not show (a rare path: normally the cache has caught
 // up), and returns those that exist: the cache lags, the job waits for them.
-// A sub-installation that is gone (its finalizer removed by hand) is treated
-// as gone, as Progressing treats a sub-installation being deleted by hand:
-// the job goes on without it (Warning event SubObjectGone) and the next
-// job's Init creates it again. A gone execution fails the job: its exports
+// A sub-installation that is gone (deleted by hand: its finalizer removed,
+// or it ran this job, handed over before it started it, as its deletion)
+// is left out: the job goes on without it (Warning event SubObjectGone) and
+// the next job's Init creates it again. A gone execution fails the job: its exports
 // are the job's result, and waiting would never end.
 func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing bool) ([]string, error) {
 	inst := s.inst
@@ -1051,7 +1067,7 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 		r.gone.add(key, inst.UID, job, gone...)
 		logf.FromContext(ctx).Info("sub-installations of the job are gone; going on without them", "subInstallations", gone)
 		r.Recorder.Eventf(inst, nil, "Warning", ReasonSubObjectGone, "Progressing",
-			"sub-installations %s are gone before they finished the job (deleted by hand, their finalizers removed): the job goes on without them, the next job creates them again", strings.Join(gone, ", "))
+			"sub-installations %s are gone before they finished the job (deleted by hand): the job goes on without them, the next job creates them again", strings.Join(gone, ", "))
 	}
 	return lagging, nil
 }

@@ -171,6 +171,8 @@ type Reconciler struct {
 	// waits remembers the DataObjects and Targets the running jobs wait for
 	// to go (nameTaken), whose events wake them.
 	waits nameWaits
+	// noticed remembers the last wait whose notice (event) was sent.
+	noticed noticedWaits
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -421,6 +423,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.replaced.Forget(key)
 	r.gone.forget(key)
 	r.waits.set(key, nil)
+	r.noticed.forget(key)
 	if r.Rechecks != nil {
 		r.Rechecks.Forget(key)
 	}
@@ -909,6 +912,13 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 	case err != nil:
 		// A normal error repeats the phase; the controller's rate limiter
 		// makes the intervals grow. The event says so once per distinct error.
+		if readyIsWaiting(inst) {
+			// The phase did not get to say whether it still waits: Ready
+			// must not show the wait as current next to the error. Should
+			// the retry wait again, its notice is not repeated (noticed).
+			r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing,
+				fmt.Sprintf("job %s is running: phase %s meets an error and is retried (see lastError)", job, phase))
+		}
 		if r.setLastError(inst, string(phase), ReasonTransient, err.Error(), "") {
 			msg := err.Error()
 			s.onWritten(func() {
@@ -936,10 +946,13 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 		msg := fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg)
 		news := !readyIs(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
 		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
-		if n := out.notice; n != nil && news {
+		if n := out.notice; n != nil && news && !r.noticed.is(key(inst), job, msg) {
 			// Once, when the wait starts (or changes), not on every
-			// reconcile: after the status write that shows it.
+			// reconcile: after the status write that shows it. Not again
+			// when Ready said something else meanwhile only because a
+			// retried error interrupted the same wait.
 			s.onWritten(func() {
+				r.noticed.set(key(inst), job, msg)
 				log.Info(n.logMsg, "reason", n.reason, "for", out.waitMsg)
 				r.Recorder.Eventf(inst, nil, "Warning", n.reason, string(phase), "%s", msg)
 			})

@@ -129,3 +129,34 @@ func (r *Reconciler) wentMeanwhile(ctx context.Context, ns string, o *waitedObje
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, cur)
 	return apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != o.uid)
 }
+
+// noticedWaits remembers, per installation, the last wait (job and Ready
+// message) whose notice was sent. Ready normally tells whether a wait is
+// new, but a retried error replaces it while the wait may still stand; the
+// notice is not repeated for that. In memory: a restarted controller may
+// repeat one notice.
+type noticedWaits struct {
+	mu sync.Mutex
+	by map[types.NamespacedName]string
+}
+
+func (n *noticedWaits) is(inst types.NamespacedName, job, msg string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.by[inst] == job+"\n"+msg
+}
+
+func (n *noticedWaits) set(inst types.NamespacedName, job, msg string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.by == nil {
+		n.by = map[types.NamespacedName]string{}
+	}
+	n.by[inst] = job + "\n" + msg
+}
+
+func (n *noticedWaits) forget(inst types.NamespacedName) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.by, inst)
+}
