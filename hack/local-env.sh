@@ -108,6 +108,16 @@ declare -A LISTEN_PORTS=()
 # port_taken PORT: something listens on the loopback port PORT.
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# port_holder PORT: " (<process>)" naming what listens on PORT, when ss can
+# tell; nothing otherwise.
+port_holder() {
+  command -v ss >/dev/null || return 0
+  local out
+  out="$(ss -Hltnp "sport = :$1" 2>/dev/null)" || return 0
+  [[ "${out}" =~ users:\(\(([^\)]*)\)\) ]] && printf ' (%s)' "${BASH_REMATCH[1]}"
+  return 0
+}
+
 start() {
   local name="$1"; shift
   if running "${name}"; then
@@ -122,7 +132,7 @@ start() {
   # and a readiness check of the port would ask the other program.
   local port
   for port in ${LISTEN_PORTS[${name}]:-}; do
-    port_taken "${port}" && die "port ${port}, where ${name} listens, is taken by another program; stop it, or choose other TERRACE_*_PORT* values (see the top of this script)"
+    port_taken "${port}" && die "port ${port}, where ${name} listens, is taken by another program$(port_holder "${port}"); stop it, or choose other TERRACE_*_PORT* values (see the top of this script)"
   done
   # Recorded before the start: a binary rewritten right after it would then
   # count as changed at the next `make up`, never the other way round.
@@ -140,7 +150,12 @@ stop() {
   if running "${name}"; then
     kill -TERM "${pid}" 2>/dev/null || true
     for _ in $(seq 1 100); do running "${name}" || break; sleep 0.1; done
-    kill -KILL "${pid}" 2>/dev/null || true
+    if running "${name}"; then
+      kill -KILL "${pid}" 2>/dev/null || true
+      # Gone before stop returns: a start right after it checks that the
+      # process's ports are free, and must not find the process itself there.
+      for _ in $(seq 1 50); do running "${name}" || break; sleep 0.1; done
+    fi
     log "stopped ${name}"
   fi
   rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.sha256"
