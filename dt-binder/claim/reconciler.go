@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
@@ -34,6 +33,7 @@ import (
 	"github.com/terrace-dev/terrace/dt-binder/internal/reclaim"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
+	"github.com/terrace-dev/terrace/kit/text"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -1032,23 +1032,9 @@ func deletingTargetMessage(t *appstudiov1alpha1.DeploymentTarget) string {
 	}
 	msg += fmt.Sprintf("; the target's phase is %s", t.Status.Phase)
 	if c := meta.FindStatusCondition(t.Status.Conditions, appstudiov1alpha1.TargetConditionReady); c != nil && c.Message != "" {
-		msg += fmt.Sprintf(" (%s: %s)", c.Reason, cutText(c.Message, maxQuotedTargetMessage))
+		msg += fmt.Sprintf(" (%s: %s)", c.Reason, text.Shorten(c.Message, maxQuotedTargetMessage))
 	}
 	return msg + fmt.Sprintf("; see its status and events: kubectl describe deploymenttarget %s -n %s", t.Name, t.Namespace)
-}
-
-// cutText shortens s to at most limit bytes, at a character boundary, ending
-// in "…" when cut.
-func cutText(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	end := limit - len(ellipsis)
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + ellipsis
 }
 
 func (r *Reconciler) removeFinalizer(s *scope, why string) {

@@ -1,9 +1,8 @@
 package execution
 
 import (
-	"unicode/utf8"
-
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/text"
 )
 
 // maxCauseLength bounds (in bytes) the failed item's message quoted in the
@@ -19,9 +18,6 @@ const maxCauseLength = 512
 // longest one): it must survive the cut, so the message is cut in the
 // middle, not at the end.
 const causeTail = 300
-
-// causeCut marks where a message was cut.
-const causeCut = " … "
 
 // firstCause names the first failed item (in the order given) whose
 // lastError says why, with its reason and message, for the execution's
@@ -48,21 +44,10 @@ func firstCause(items map[string]*lsv1alpha1.DeployItem, failed []string) string
 }
 
 // boundCause cuts msg to at most maxCauseLength bytes by dropping its middle
-// (marked with causeCut): its start says what failed, its last causeTail
+// (marked with text.Cut): its start says what failed, its last causeTail
 // bytes what to do about it. Cuts fall on rune boundaries.
 func boundCause(msg string) string {
-	if len(msg) <= maxCauseLength {
-		return msg
-	}
-	head := maxCauseLength - causeTail - len(causeCut)
-	for head > 0 && !utf8.RuneStart(msg[head]) {
-		head--
-	}
-	tail := len(msg) - causeTail
-	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
-		tail++
-	}
-	return msg[:head] + causeCut + msg[tail:]
+	return text.CutMiddle(msg, maxCauseLength, causeTail)
 }
 
 // firstCodes are the lastError codes of the first failed item that has any.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/text"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
 )
 
@@ -248,22 +248,9 @@ func (r *Reconciler) warnSpaceRequest(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// quote cuts a message longer than maxQuoted bytes in its middle: its start
-// says what failed, its end often why.
+// quote cuts a message longer than maxQuoted bytes in its middle, keeping as
+// much of its end as of its start: its start says what failed, its end often
+// why.
 func quote(msg string) string {
-	if len(msg) <= maxQuoted {
-		return msg
-	}
-	const cut = " … "
-	half := (maxQuoted - len(cut)) / 2
-	// Never split a UTF-8 sequence: cut at the start of a character.
-	head := half
-	for head > 0 && !utf8.RuneStart(msg[head]) {
-		head--
-	}
-	tail := len(msg) - half
-	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
-		tail++
-	}
-	return msg[:head] + cut + msg[tail:]
+	return text.CutMiddle(msg, maxQuoted, (maxQuoted-len(text.Cut))/2)
 }

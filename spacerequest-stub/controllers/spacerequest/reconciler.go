@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +41,7 @@ import (
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
+	"github.com/terrace-dev/terrace/kit/text"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -1010,21 +1010,7 @@ func stuckNamespaceMessage(sr *toolchainv1alpha1.SpaceRequest, timeout time.Dura
 	if len(quoted) == 0 {
 		return msg
 	}
-	return msg + "; its status says: " + cutText(strings.Join(quoted, "; "), maxQuotedNamespaceStatus)
-}
-
-// cutText shortens s to at most limit bytes, at a character boundary, ending
-// in "…" when cut.
-func cutText(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	end := limit - len(ellipsis)
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + ellipsis
+	return msg + "; its status says: " + text.Shorten(strings.Join(quoted, "; "), maxQuotedNamespaceStatus)
 }
 
 // terminationFailed reports a deletion step that failed: the error goes into
