@@ -170,7 +170,11 @@ func TestHandDeletedSubObjectWhoseDeletionFailedNamesTheCause(t *testing.T) {
 // since the failed job and which command starts a new one, before the
 // failure's message, and one Normal event ReconcileAnnotationNeeded says it
 // once per generation, not on every reconcile. Before, nothing showed that
-// the fixed spec would not run.
+// the fixed spec would not run. Ready's reason is ReconcileAnnotationNeeded,
+// not the failed job's (TemplateFailed, which with the new observedGeneration
+// read as the new spec failing); the message keeps the failure. The command
+// carries --overwrite: an operation annotation left in place (here a typo)
+// makes kubectl refuse it otherwise.
 func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -183,6 +187,7 @@ func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 	create(g, newInstallation(ns, "root", broken, reconcileAnnotation...))
 	failed := failsWith(g, ns, "root", "TemplateFailed", "boom")
 	job, failure := failed.Status.JobID, failed.Status.LastError.Message
+	annotate(g, failed, lsv1alpha1.OperationAnnotation, "reconcil")
 	hints := func() ([]string, error) {
 		evs := &corev1.EventList{}
 		err := env.Client.List(ctx, evs, client.InNamespace(ns), client.MatchingFields{"reason": "ReconcileAnnotationNeeded"})
@@ -196,7 +201,7 @@ func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 	}
 	hint := func(gen int) string {
 		return fmt.Sprintf("the spec changed since job %s failed (generation %d; the job ran generation 1), and no job starts on its own: "+
-			"`kubectl annotate installation root landscaper.gardener.cloud/operation=reconcile -n %s` starts a new job", job, gen, ns)
+			"`kubectl annotate installation root landscaper.gardener.cloud/operation=reconcile --overwrite -n %s` starts a new job", job, gen, ns)
 	}
 	edit := func(gen int) {
 		inst, _ := getInst(ns, "root")()
@@ -204,8 +209,10 @@ func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 		g.Expect(env.Client.Update(ctx, inst)).To(Succeed())
 		g.Expect(inst.Generation).To(BeEquivalentTo(gen))
 		g.Eventually(getInst(ns, "root"), timeout, interval).Should(WithTransform(readyOf, And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "TemplateFailed"),
-			HaveField("Message", hint(gen)+"; the job failed: "+failure), HaveField("ObservedGeneration", BeEquivalentTo(gen)))))
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "ReconcileAnnotationNeeded"),
+			HaveField("Message", hint(gen)+"; the job failed: TemplateFailed: "+failure), HaveField("ObservedGeneration", BeEquivalentTo(gen)))))
+		// lastError still tells the failed job's cause.
+		g.Expect(getInst(ns, "root")()).To(HaveField("Status.LastError", And(HaveField("Reason", "TemplateFailed"), HaveField("Message", failure))))
 	}
 	g.Expect(hints()).To(BeEmpty(), "no hint before the spec changed")
 	edit(2)

@@ -363,3 +363,59 @@ func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 	g.Expect(newOne.UID).NotTo(Equal(one.UID))
 	g.Expect(newOne.Status).To(And(HaveField("JobIDFinished", third), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
 }
+
+// A sub-installation deleted by hand while it runs its parent's job ends
+// that job DeletedDuringJob, but no deletion job follows on its own: the
+// parent stays, and its next job (for a root, only the reconcile
+// annotation starts one) hands the sub-installation its deletion. Its
+// message, and the root's SubObjectsFailed quoting it, said "the deletion
+// job follows" while `kubectl delete` hung; they now say what runs the
+// deletion and how to start it, and doing so deletes the sub-installation
+// and the tree recovers.
+func TestSubInstallationDeletedMidJobSaysItsParentsNextJobDeletesIt(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	delay := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "delay"), Data: lsv1alpha1.NewAnyJSON([]byte(`"8s"`))}
+	create(g, delay)
+	fs := map[string]string{
+		"blueprint.yaml": "imports:\n- name: delay\n  type: data\n" +
+			"subinstallations:\n- name: s\n  blueprint: {dir: s}\n  imports: {data: [{name: delay, dataRef: delay}]}\n",
+		"s/blueprint.yaml": "imports:\n- name: delay\n  type: data\n" + simpleBlueprint("      delay: {{ .imports.delay }}\n")["blueprint.yaml"],
+	}
+	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "delay", DataRef: "delay"}}
+	create(g, root)
+	g.Eventually(getInst(ns, "root-s"), timeout, interval).Should(inPhase(lsv1alpha1.PhaseProgressing))
+	sub, err := getInst(ns, "root-s")()
+	g.Expect(err).NotTo(HaveOccurred())
+	first := sub.Status.JobID
+	g.Expect(env.Client.Delete(ctx, sub)).To(Succeed())
+
+	advice := "no deletion job follows on its own: its deletion runs in the next job of its parent root (which creates it again while the blueprint renders it): " +
+		"add the landscaper.gardener.cloud/operation=reconcile annotation to the root installation root"
+	g.Eventually(getInst(ns, "root-s"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseFailed))
+	sub, _ = getInst(ns, "root-s")()
+	g.Expect(sub.Status.JobIDFinished).To(Equal(first))
+	g.Expect(sub.Status.LastError).To(And(HaveField("Reason", installation.ReasonDeletedDuringJob),
+		HaveField("Message", And(ContainSubstring(advice), Not(ContainSubstring("the deletion job follows"))))))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseFailed))
+	root, _ = getInst(ns, "root")()
+	g.Expect(root.Status.JobIDFinished).To(Equal(first))
+	g.Expect(root.Status.LastError).To(And(HaveField("Reason", installation.ReasonSubObjectsFailed),
+		HaveField("Message", And(ContainSubstring("sub-installation root-s (Failed); cause: sub-installation root-s: DeletedDuringJob"), ContainSubstring(advice)))))
+	// What the messages say: nothing deletes it on its own.
+	g.Consistently(getInst(ns, "root-s")).WithTimeout(2 * time.Second).WithPolling(interval).Should(And(
+		HaveField("UID", sub.UID), HaveField("Status.JobID", first), HaveField("Status.Phase", lsv1alpha1.PhaseFailed)))
+
+	// The advice works: the root's next job deletes it and creates it again.
+	delay.Data = lsv1alpha1.NewAnyJSON([]byte(`"0s"`))
+	g.Expect(env.Client.Update(ctx, delay)).To(Succeed())
+	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
+	root, _ = getInst(ns, "root")()
+	newSub, err := getInst(ns, "root-s")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(newSub.UID).NotTo(Equal(sub.UID))
+	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+}

@@ -35,20 +35,26 @@ func (r *Reconciler) warnUnknownOperation(ctx context.Context, inst *lsv1alpha1.
 		"%s", unknownop.Message(value, "Installations", installationOperations))
 }
 
-// ReasonReconcileAnnotationNeeded: a Normal event when the spec of a root
-// installation whose last job failed changed: no job starts on its own
-// (seed 002: only the reconcile annotation starts a root's job), which a
-// user fixing the spec may not expect. The Ready condition says the same.
+// ReasonReconcileAnnotationNeeded: a Normal event, and the reason of the
+// Ready condition, when the spec of a root installation whose last job
+// failed changed: no job starts on its own (seed 002: only the reconcile
+// annotation starts a root's job), which a user fixing the spec may not
+// expect. Ready gets this reason of its own, not the failed job's: with the
+// new generation as observedGeneration, the old reason (say TemplateFailed)
+// would read as the new spec failing, which no job has tried.
 const ReasonReconcileAnnotationNeeded = "ReconcileAnnotationNeeded"
 
 // hintNewJobAfterFailure says, on an idle root installation whose last job
 // failed and whose spec changed since that job started, that the new spec
 // runs only in a new job and how to start one: in the Ready condition
-// (observedGeneration the current one; the failure's reason stays, and its
-// message follows the hint) and in one event. Both once per generation:
-// the message names it, and a Ready that already says it is not written
-// again. A job that failed SpecChanged (the spec changed while it ran) said
-// so itself, for the generation its failure saw.
+// (observedGeneration the current one, reason ReconcileAnnotationNeeded;
+// the failure follows the hint in its message, and lastError keeps it) and
+// in one event. Both once per generation: the message names it, and a Ready
+// that already says it is not written again. A job that failed SpecChanged
+// (the spec changed while it ran) said so itself, for the generation its
+// failure saw. The command carries --overwrite: without it kubectl refuses
+// to replace an operation annotation already there (a typo such as
+// "reconcil" left in place).
 func (r *Reconciler) hintNewJobAfterFailure(s *scope) {
 	inst := s.inst
 	st := inst.Status
@@ -61,11 +67,11 @@ func (r *Reconciler) hintNewJobAfterFailure(s *scope) {
 		return
 	}
 	hint := fmt.Sprintf("the spec changed since job %s failed (generation %d; the job ran generation %d), and no job starts on its own: "+
-		"`kubectl annotate installation %s %s=%s -n %s` starts a new job",
+		"`kubectl annotate installation %s %s=%s --overwrite -n %s` starts a new job",
 		st.JobID, inst.Generation, st.ObservedGeneration, inst.Name, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile, inst.Namespace)
-	reason, msg := ReasonFailed, hint
+	reason, msg := ReasonReconcileAnnotationNeeded, hint
 	if le := st.LastError; le != nil {
-		reason, msg = le.Reason, hint+"; the job failed: "+le.Message
+		msg = hint + "; the job failed: " + le.Reason + ": " + le.Message
 	}
 	if readyIs(inst, metav1.ConditionFalse, reason, msg) {
 		return

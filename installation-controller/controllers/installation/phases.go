@@ -21,6 +21,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -38,7 +39,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 		// Deleted since the job started (Init runs again after each wait,
 		// say for predecessors): the deletion job follows and deletes
 		// whatever Init would create or update now, so nothing is written.
-		return outcome{}, initWhileDeleting()
+		return outcome{}, initWhileDeleting(r.deletionFollows(ctx, inst))
 	}
 	bp, err := parseBlueprint(inst)
 	if err != nil {
@@ -255,29 +256,32 @@ const ReasonDeletedDuringJob = "DeletedDuringJob"
 // what it would write now outlives the installation's decision to go, say
 // an export deleted meanwhile (by hand, or by a foreground deletion) created
 // again, and successors would read it as current. The job ends instead, and
-// the deletion job follows. Checked before any request. Init and Completing
-// end such a job before they write anything (initWhileDeleting,
-// completingWhileDeleting): this keeps every other way to the writes shut.
-func (w contextWrite) refuseWhileDeleting(inst *lsv1alpha1.Installation) error {
+// the message says who deletes it (deletionFollows). Checked before any
+// request. Init and Completing end such a job before they write anything
+// (initWhileDeleting, completingWhileDeleting): this keeps every other way
+// to the writes shut.
+func (r *Reconciler) refuseWhileDeleting(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite) error {
 	if inst.DeletionTimestamp == nil {
 		return nil
 	}
 	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
-		"the installation is being deleted: %s is not written; the job ends here and the deletion job follows", w.what)
+		"the installation is being deleted: %s is not written; the job ends here%s", w.what, r.deletionFollows(ctx, inst))
 }
 
 // initWhileDeleting ends the job of an installation being deleted that
 // (re)enters Init: it creates or updates no execution, sub-installation or
-// context copy (see refuseWhileDeleting), before any request.
-func initWhileDeleting() error {
+// context copy (see refuseWhileDeleting), before any request. follows is
+// deletionFollows.
+func initWhileDeleting(follows string) error {
 	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
-		"the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init and the deletion job follows")
+		"the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init%s", follows)
 }
 
 // completingWhileDeleting ends the job of an installation being deleted
 // that reached Completing: its exports are not written (see
-// refuseWhileDeleting), and the message names them.
-func completingWhileDeleting(inst *lsv1alpha1.Installation) error {
+// refuseWhileDeleting), and the message names them. follows is
+// deletionFollows.
+func completingWhileDeleting(inst *lsv1alpha1.Installation, follows string) error {
 	var what []string
 	for _, d := range inst.Spec.Exports.Data {
 		what = append(what, dataExportWhat(d))
@@ -294,7 +298,56 @@ func completingWhileDeleting(inst *lsv1alpha1.Installation) error {
 	default:
 		msg += strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1] + " are not written; the job ends here"
 	}
-	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly, "%s and the deletion job follows", msg)
+	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly, "%s%s", msg, follows)
+}
+
+// maxParentWalk bounds how far deletionFollows walks up the tree for the
+// root's name (deeper than any tree the nesting limit lets a blueprint
+// build; beyond it the root goes unnamed).
+const maxParentWalk = 64
+
+// deletionFollows ends a DeletedDuringJob message with who runs the
+// deletion. A root, or a sub-installation whose parent is gone or being
+// deleted, runs (or is handed) its deletion job when this job ended. A
+// sub-installation deleted by hand under a parent that stays does not: its
+// deletion runs in its parent's next job, which creates it again while the
+// blueprint renders it, and for a root parent only the reconcile annotation
+// starts that job. Saying "the deletion job follows" there left the user
+// waiting on a `kubectl delete` that hangs. The parents are read from the
+// cache (no request); one that cannot be read leaves the root unnamed.
+func (r *Reconciler) deletionFollows(ctx context.Context, inst *lsv1alpha1.Installation) string {
+	const follows = " and the deletion job follows"
+	parent := parentName(inst)
+	if parent == "" {
+		return follows
+	}
+	if gone, err := jobid.ParentGone(ctx, r.Client, inst); err == nil && gone {
+		return follows
+	}
+	root := ""
+	cur := inst
+	for range maxParentWalk {
+		name := parentName(cur)
+		if name == "" {
+			root = cur.Name
+			break
+		}
+		p := &lsv1alpha1.Installation{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, p); err != nil {
+			break
+		}
+		if cur == inst && p.DeletionTimestamp != nil {
+			// Its deletion job hands this one its deletion.
+			return follows
+		}
+		cur = p
+	}
+	annotate := fmt.Sprintf("add the %s=%s annotation to the root installation", lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
+	if root != "" {
+		annotate += " " + root
+	}
+	return fmt.Sprintf("; no deletion job follows on its own: its deletion runs in the next job of its parent %s "+
+		"(which creates it again while the blueprint renders it): %s", parent, annotate)
 }
 
 // writeError classifies a failed create or update: the API server refusing
@@ -455,7 +508,7 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", w.ref, err)
 	}
-	if err := w.refuseWhileDeleting(inst); err != nil {
+	if err := r.refuseWhileDeleting(ctx, inst, w); err != nil {
 		return err
 	}
 	do := &lsv1alpha1.DataObject{}
@@ -498,7 +551,7 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 
 // writeTarget is writeDataObject for Targets.
 func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, spec lsv1alpha1.TargetSpec) error {
-	if err := w.refuseWhileDeleting(inst); err != nil {
+	if err := r.refuseWhileDeleting(ctx, inst, w); err != nil {
 		return err
 	}
 	t := &lsv1alpha1.Target{}
@@ -1081,7 +1134,7 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		// (the API server does so for an object with finalizers), and
 		// SpecChanged would advise the reconcile annotation, which does
 		// nothing for an installation being deleted.
-		return outcome{}, completingWhileDeleting(inst)
+		return outcome{}, completingWhileDeleting(inst, r.deletionFollows(ctx, inst))
 	}
 	if inst.Generation != inst.Status.ObservedGeneration {
 		return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,

@@ -382,6 +382,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		logf.FromContext(ctx).V(1).Info("cache older than this controller's last write; waiting for its event", "resourceVersion", inst.ResourceVersion)
 		return ctrl.Result{}, nil
 	}
+	if deletionDone(inst) {
+		// Its deletion job is over; the installation waits only for other
+		// finalizers (a user's). Running Deleting again would delete the
+		// context objects again (two DeleteAllOf requests) and report the
+		// deletion again (event, metric) on every reconcile, say each time
+		// an annotation changes.
+		logf.FromContext(ctx).V(1).Info("deleted; waiting for other finalizers", "finalizers", inst.Finalizers)
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
 	r.warnUnknownOperation(ctx, inst)
 	// One job is one trace: continue the trace handed over in the
 	// annotation, or start a new one when this reconcile starts a root job
@@ -414,6 +424,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.metrics.Phase(inst.Namespace, inst.Name, string(inst.Status.Phase))
 	}()
 	return r.doReconcile(ctx, s)
+}
+
+// deletionDone reports whether the deletion job of an installation being
+// deleted is over: phase Deleting removes Terrace's finalizer last, and
+// writes no status after it (a status write would be one request more on
+// every deletion), so an installation other finalizers keep shows phase
+// Deleting without it. One whose finalizer was removed by hand in Deleting
+// counts as done too: whoever removed it took the deletion over. An earlier
+// phase without the finalizer (a root deleted before its first job added
+// it) still runs its deletion job.
+func deletionDone(inst *lsv1alpha1.Installation) bool {
+	return inst.DeletionTimestamp != nil && inst.Status.Phase == lsv1alpha1.PhaseDeleting &&
+		!controllerutil.ContainsFinalizer(inst, lsv1alpha1.Finalizer)
 }
 
 // forget drops what the controller keeps about an installation that is gone.
