@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/text"
 )
 
 // The quoted cause of a failed sub-object keeps the end of its message: a
@@ -42,7 +42,7 @@ const (
 )
 
 // causeCut marks where the middle of a quoted message was cut.
-const causeCut = " … "
+const causeCut = text.Cut
 
 // causeMarker separates a SubObjectsFailed (or SubObjectsDeleteFailed)
 // message's list of failed sub-objects from the cause; a parent finds its child's cause after it
@@ -183,16 +183,5 @@ func joinLines(s string) string {
 // causeCut): the start says what failed, the last causeTail bytes how to
 // go on. Both cuts fall on rune boundaries.
 func cutMiddle(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	head := max - causeTail - len(causeCut)
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	tail := len(s) - causeTail
-	for tail < len(s) && !utf8.RuneStart(s[tail]) {
-		tail++
-	}
-	return s[:head] + causeCut + s[tail:]
+	return text.CutMiddle(s, max, causeTail)
 }
