@@ -246,16 +246,8 @@ func TestSubInstallationDeletedByHandMidJobIsWaitedFor(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
 	rec := record(t, ns)
-	phase := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "phase"), Data: lsv1alpha1.NewAnyJSON([]byte(`"Progressing"`))}
-	create(g, phase)
-	fs := map[string]string{
-		"blueprint.yaml": "imports:\n- name: phase\n  type: data\n" +
-			"subinstallations:\n- name: s\n  blueprint: {dir: s}\n  imports: {data: [{name: phase, dataRef: phase}]}\n",
-		"s/blueprint.yaml": "imports:\n- name: phase\n  type: data\n" + simpleBlueprint("      phase: {{ .imports.phase }}\n")["blueprint.yaml"],
-	}
-	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
-	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "phase", DataRef: "phase"}}
-	create(g, root)
+	phase := createRootWithSubItemField(g, ns, "phase", `"Progressing"`)
+	var root *lsv1alpha1.Installation
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(WithTransform(readyMessage, ContainSubstring("sub-installation root-s to finish")),
 		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	root, _ = getInst(ns, "root")()
@@ -375,16 +367,8 @@ func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 func TestSubInstallationDeletedMidJobSaysItsParentsNextJobDeletesIt(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
-	delay := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "delay"), Data: lsv1alpha1.NewAnyJSON([]byte(`"8s"`))}
-	create(g, delay)
-	fs := map[string]string{
-		"blueprint.yaml": "imports:\n- name: delay\n  type: data\n" +
-			"subinstallations:\n- name: s\n  blueprint: {dir: s}\n  imports: {data: [{name: delay, dataRef: delay}]}\n",
-		"s/blueprint.yaml": "imports:\n- name: delay\n  type: data\n" + simpleBlueprint("      delay: {{ .imports.delay }}\n")["blueprint.yaml"],
-	}
-	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
-	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "delay", DataRef: "delay"}}
-	create(g, root)
+	delay := createRootWithSubItemField(g, ns, "delay", `"8s"`)
+	var root *lsv1alpha1.Installation
 	g.Eventually(getInst(ns, "root-s"), timeout, interval).Should(inPhase(lsv1alpha1.PhaseProgressing))
 	sub, err := getInst(ns, "root-s")()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -418,4 +402,23 @@ func TestSubInstallationDeletedMidJobSaysItsParentsNextJobDeletesIt(t *testing.T
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(newSub.UID).NotTo(Equal(sub.UID))
 	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+}
+
+// createRootWithSubItemField creates a DataObject field holding value (JSON)
+// and a root installation "root" importing it, whose one sub-installation
+// "root-s" passes it on to its mock item's config field of that name (say
+// phase, to hold the item Progressing, or delay). It returns the DataObject.
+func createRootWithSubItemField(g Gomega, ns, field, value string) *lsv1alpha1.DataObject {
+	do := &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, field), Data: lsv1alpha1.NewAnyJSON([]byte(value))}
+	create(g, do)
+	imports := "imports:\n- name: " + field + "\n  type: data\n"
+	fs := map[string]string{
+		"blueprint.yaml": imports + "subinstallations:\n- name: s\n  blueprint: {dir: s}\n  imports: {data: [{name: " + field +
+			", dataRef: " + field + "}]}\n",
+		"s/blueprint.yaml": imports + simpleBlueprint("      " + field + ": {{ .imports." + field + " }}\n")["blueprint.yaml"],
+	}
+	root := newInstallation(ns, "root", fs, reconcileAnnotation...)
+	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: field, DataRef: field}}
+	create(g, root)
+	return do
 }
