@@ -169,7 +169,9 @@ wait_for() {
   local name="$1" seconds="$2"; shift 2
   local deadline=$((SECONDS + seconds))
   until running "${name}" && "$@" >/dev/null 2>&1; do
-    running "${name}" || die "${name} exited; the end of ${LOGS}/${name}.log:
+    # Asked again after a moment before it counts as exited: right after
+    # start the recorded PID may still be the forked shell, not yet NAME.
+    running "${name}" || { sleep 0.2; running "${name}"; } || die "${name} exited; the end of ${LOGS}/${name}.log:
 $(tail -n 5 "${LOGS}/${name}.log" 2>/dev/null)"
     if ((SECONDS >= deadline)); then
       die "${name} not ready after ${seconds}s; see ${LOGS}/${name}.log"
