@@ -41,9 +41,6 @@ const (
 	maxPassedCauseBytes = 2 * maxCauseBytes
 )
 
-// causeCut marks where the middle of a quoted message was cut.
-const causeCut = text.Cut
-
 // causeMarker separates a SubObjectsFailed (or SubObjectsDeleteFailed)
 // message's list of failed sub-objects from the cause; a parent finds its child's cause after it
 // (subObjectFailure.cause), so the deepest cause travels up the tree.
@@ -180,7 +177,7 @@ func joinLines(s string) string {
 }
 
 // cutMiddle bounds s to max bytes by dropping its middle (marked with
-// causeCut): the start says what failed, the last causeTail bytes how to
+// text.Cut): the start says what failed, the last causeTail bytes how to
 // go on. Both cuts fall on rune boundaries.
 func cutMiddle(s string, max int) string {
 	return text.CutMiddle(s, max, causeTail)

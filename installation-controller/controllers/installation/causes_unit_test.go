@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/text"
 )
 
 // The cause quoted from a failed sub-installation is its first line; from
@@ -40,7 +41,7 @@ func TestSubObjectsFailedMessageIsBounded(t *testing.T) {
 // causeTail bytes (give or take a rune) are orig's.
 func checkCut(t *testing.T, quote, orig string, max int) {
 	t.Helper()
-	head, tail, ok := strings.Cut(quote, causeCut)
+	head, tail, ok := strings.Cut(quote, text.Cut)
 	switch {
 	case !ok:
 		t.Errorf("no cut in %q", quote)

@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,23 +152,8 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	items := &lsv1alpha1.DeployItemList{}
 	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root"})).To(Succeed())
 	g.Expect(items.Items).To(HaveLen(1))
-	item := client.ObjectKeyFromObject(&items.Items[0])
-	holdItem := func(hold bool) {
-		g.Eventually(func() error {
-			di := &lsv1alpha1.DeployItem{}
-			if err := env.Client.Get(ctx, item, di); err != nil {
-				return err
-			}
-			before := di.DeepCopy()
-			if hold {
-				controllerutil.AddFinalizer(di, holdFinalizer)
-			} else {
-				controllerutil.RemoveFinalizer(di, holdFinalizer)
-			}
-			return env.Client.Patch(ctx, di, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		}, timeout, interval).Should(Succeed())
-	}
-	holdItem(true)
+	item := &items.Items[0]
+	setHold(g, item, true)
 
 	// The next job renders no deploy items, and its new import y's context
 	// copy has a name held by an object being deleted: Init deletes the
@@ -194,15 +178,13 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 		HaveField("Reason", "Waiting"), HaveField("Message", ContainSubstring(want))))), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	g.Expect(exists(ns, &lsv1alpha1.Execution{}, "root")()).To(BeTrue(), "held by its item")
 
-	holdItem(false)
+	setHold(g, item, false)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
 		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	_, err := getExec(ns, "root")()
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphan is gone and not created again: %v", err)
 	for _, st := range rec.statuses("root") {
-		if c := apimeta.FindStatusCondition(st.Status.Conditions, lsv1alpha1.ConditionReady); c != nil {
-			g.Expect(c.Message).NotTo(ContainSubstring("deleted by hand"))
-		}
+		g.Expect(readyMessage(&st)).NotTo(ContainSubstring("deleted by hand"))
 	}
 }
 
@@ -280,16 +262,7 @@ func TestSubInstallationDeletedByHandMidJobIsWaitedFor(t *testing.T) {
 
 	// The next job hands it its deletion, waits until it is gone and
 	// creates it again.
-	phase.Data = lsv1alpha1.NewAnyJSON([]byte(`"Succeeded"`))
-	g.Expect(env.Client.Update(ctx, phase)).To(Succeed())
-	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
-		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
-	root, _ = getInst(ns, "root")()
-	newSub, err := getInst(ns, "root-s")()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(newSub.UID).NotTo(Equal(sub.UID))
-	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+	rerunRecreatesSub(g, ns, phase, `"Succeeded"`, root, first, sub.UID)
 }
 
 // A parent never hands a job to a sub-installation running another one.
@@ -392,16 +365,7 @@ func TestSubInstallationDeletedMidJobSaysItsParentsNextJobDeletesIt(t *testing.T
 		HaveField("UID", sub.UID), HaveField("Status.JobID", first), HaveField("Status.Phase", lsv1alpha1.PhaseFailed)))
 
 	// The advice works: the root's next job deletes it and creates it again.
-	delay.Data = lsv1alpha1.NewAnyJSON([]byte(`"0s"`))
-	g.Expect(env.Client.Update(ctx, delay)).To(Succeed())
-	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
-	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
-		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
-	root, _ = getInst(ns, "root")()
-	newSub, err := getInst(ns, "root-s")()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(newSub.UID).NotTo(Equal(sub.UID))
-	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
+	rerunRecreatesSub(g, ns, delay, `"0s"`, root, first, sub.UID)
 }
 
 // createRootWithSubItemField creates a DataObject field holding value (JSON)
@@ -421,4 +385,21 @@ func createRootWithSubItemField(g Gomega, ns, field, value string) *lsv1alpha1.D
 	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: field, DataRef: field}}
 	create(g, root)
 	return do
+}
+
+// rerunRecreatesSub sets field (createRootWithSubItemField's DataObject) to
+// value (JSON) and starts a new job of root with the reconcile annotation:
+// the job (not first) succeeds, and root-s, deleted and created again (not
+// the object oldSub), finished it Succeeded.
+func rerunRecreatesSub(g Gomega, ns string, field *lsv1alpha1.DataObject, value string, root *lsv1alpha1.Installation, first string, oldSub types.UID) {
+	field.Data = lsv1alpha1.NewAnyJSON([]byte(value))
+	g.Expect(env.Client.Update(context.Background(), field)).To(Succeed())
+	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
+		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
+	root, _ = getInst(ns, "root")()
+	newSub, err := getInst(ns, "root-s")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(newSub.UID).NotTo(Equal(oldSub))
+	g.Expect(newSub.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
 }

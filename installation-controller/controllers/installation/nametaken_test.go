@@ -44,9 +44,7 @@ func releaseHeld(g Gomega, obj client.Object) {
 func waitsForName(phase lsv1alpha1.Phase, kind, ns, name string) types.GomegaMatcher {
 	return And(inPhase(phase), HaveField("Status.LastError", BeNil()),
 		WithTransform(func(i *lsv1alpha1.Installation) bool { return i.Status.JobIDFinished != i.Status.JobID }, BeTrue()),
-		WithTransform(func(i *lsv1alpha1.Installation) *metav1.Condition {
-			return apimeta.FindStatusCondition(i.Status.Conditions, lsv1alpha1.ConditionReady)
-		}, And(Not(BeNil()), HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "Waiting"),
+		WithTransform(readyOf, And(Not(BeNil()), HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "Waiting"),
 			HaveField("Message", And(ContainSubstring("phase "+string(phase)+" waits for "+kind+" "+ns+"/"+name+" to go"),
 				ContainSubstring("once it is gone"))))))
 }

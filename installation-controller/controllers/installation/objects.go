@@ -174,7 +174,7 @@ func (r *Reconciler) handOverInstallation(ctx context.Context, s *scope, sub *ls
 	if st.JobID == job {
 		return nil
 	}
-	if st.JobID != st.JobIDFinished && st.Phase != "" && !st.Phase.IsFinal() {
+	if jobState(sub).Started() {
 		return &waiting{out: outcome{waitMsg: fmt.Sprintf("sub-installation %s to finish job %s, which it is running (phase %s), before it is handed this one",
 			sub.Name, st.JobID, st.Phase)}}
 	}

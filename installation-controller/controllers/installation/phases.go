@@ -21,7 +21,6 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
-	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -250,28 +249,15 @@ func (w contextWrite) checkName(kind, name string) error {
 // write of its exports or context copies.
 const ReasonDeletedDuringJob = "DeletedDuringJob"
 
-// refuseWhileDeleting keeps an installation being deleted from writing
-// (creating again, or updating) its exports and context copies: a running
-// install job is finished before the deletion job starts (seed 002), but
-// what it would write now outlives the installation's decision to go, say
-// an export deleted meanwhile (by hand, or by a foreground deletion) created
-// again, and successors would read it as current. The job ends instead, and
-// the message says who deletes it (deletionFollows). Checked before any
-// request. Init and Completing end such a job before they write anything
-// (initWhileDeleting, completingWhileDeleting): this keeps every other way
-// to the writes shut.
-func (r *Reconciler) refuseWhileDeleting(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite) error {
-	if inst.DeletionTimestamp == nil {
-		return nil
-	}
-	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
-		"the installation is being deleted: %s is not written; the job ends here%s", w.what, r.deletionFollows(ctx, inst))
-}
-
 // initWhileDeleting ends the job of an installation being deleted that
 // (re)enters Init: it creates or updates no execution, sub-installation or
-// context copy (see refuseWhileDeleting), before any request. follows is
-// deletionFollows.
+// context copy, before any request. A running install job is finished before
+// the deletion job starts (seed 002), but what it would write now outlives
+// the installation's decision to go, say an export deleted meanwhile (by
+// hand, or by a foreground deletion) created again, which successors would
+// read as current. Init and Completing are the only phases that write
+// context copies and exports, and both end such a job at their start.
+// follows is deletionFollows.
 func initWhileDeleting(follows string) error {
 	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
 		"the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init%s", follows)
@@ -279,7 +265,7 @@ func initWhileDeleting(follows string) error {
 
 // completingWhileDeleting ends the job of an installation being deleted
 // that reached Completing: its exports are not written (see
-// refuseWhileDeleting), and the message names them. follows is
+// initWhileDeleting), and the message names them. follows is
 // deletionFollows.
 func completingWhileDeleting(inst *lsv1alpha1.Installation, follows string) error {
 	var what []string
@@ -321,9 +307,6 @@ func (r *Reconciler) deletionFollows(ctx context.Context, inst *lsv1alpha1.Insta
 	if parent == "" {
 		return follows
 	}
-	if gone, err := jobid.ParentGone(ctx, r.Client, inst); err == nil && gone {
-		return follows
-	}
 	root := ""
 	cur := inst
 	for range maxParentWalk {
@@ -333,12 +316,16 @@ func (r *Reconciler) deletionFollows(ctx context.Context, inst *lsv1alpha1.Insta
 			break
 		}
 		p := &lsv1alpha1.Installation{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, p); err != nil {
-			break
-		}
-		if cur == inst && p.DeletionTimestamp != nil {
-			// Its deletion job hands this one its deletion.
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, p)
+		if cur == inst && (apierrors.IsNotFound(err) ||
+			(err == nil && (p.UID != metav1.GetControllerOf(inst).UID || p.DeletionTimestamp != nil))) {
+			// Its parent is gone (or is another object of that name), and
+			// its own deletion job runs; or the parent's deletion job hands
+			// this one its deletion.
 			return follows
+		}
+		if err != nil {
+			break
 		}
 		cur = p
 	}
@@ -508,9 +495,6 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", w.ref, err)
 	}
-	if err := r.refuseWhileDeleting(ctx, inst, w); err != nil {
-		return err
-	}
 	do := &lsv1alpha1.DataObject{}
 	do.Name, do.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
 	if err := w.checkName("DataObject", do.Name); err != nil {
@@ -551,9 +535,6 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 
 // writeTarget is writeDataObject for Targets.
 func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installation, w contextWrite, spec lsv1alpha1.TargetSpec) error {
-	if err := r.refuseWhileDeleting(ctx, inst, w); err != nil {
-		return err
-	}
 	t := &lsv1alpha1.Target{}
 	t.Name, t.Namespace = ScopedName(w.scope, w.ref), inst.Namespace
 	if err := w.checkName("Target", t.Name); err != nil {

@@ -60,6 +60,11 @@ type Decision struct {
 // Running reports whether a job is running.
 func (s State) Running() bool { return s.JobID != s.JobIDFinished }
 
+// Started reports whether a running job has started: its phase is no longer
+// the previous job's (see unstarted). A job handed over and not started yet
+// may be replaced by another; a started one may not.
+func (s State) Started() bool { return s.Running() && !unstarted(s.Phase) }
+
 // IsDeletePhase reports whether p belongs to the deletion flow.
 func IsDeletePhase(p lsv1alpha1.Phase) bool {
 	switch p {

@@ -44,3 +44,22 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// A job is started once its phase is no longer the previous job's: a job
+// handed over (phase still final, or none yet) is not; no running job is not.
+func TestStarted(t *testing.T) {
+	for _, c := range []struct {
+		s    State
+		want bool
+	}{
+		{State{JobID: "b", JobIDFinished: "a", Phase: lsv1alpha1.PhaseProgressing}, true},
+		{State{JobID: "b", JobIDFinished: "a", Phase: lsv1alpha1.PhaseDeleting}, true},
+		{State{JobID: "b", JobIDFinished: "a", Phase: lsv1alpha1.PhaseSucceeded}, false},
+		{State{JobID: "b", JobIDFinished: "a"}, false},
+		{State{JobID: "a", JobIDFinished: "a", Phase: lsv1alpha1.PhaseProgressing}, false},
+	} {
+		if got := c.s.Started(); got != c.want {
+			t.Errorf("%+v.Started() = %v, want %v", c.s, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tmpl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,11 +32,7 @@ func missingImportHint(err error, values map[string]any) string {
 	if _, ok := imports[m[1]]; ok {
 		return ""
 	}
-	names := make([]string, 0, len(imports))
-	for name := range imports {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(imports))
 	if len(names) == 0 {
 		return fmt.Sprintf("; the blueprint has no import %q (it has none)", m[1])
 	}
