@@ -45,6 +45,19 @@ func Parse(s string) (Timeout, error) {
 	return After(d), nil
 }
 
+// Or is the timeout's duration, def when it is unset (zero: a Timeout in a
+// struct built without its flag); ok is false when it is switched off.
+func (t Timeout) Or(def time.Duration) (d time.Duration, ok bool) {
+	switch {
+	case t.Disabled:
+		return 0, false
+	case t.Duration <= 0:
+		return def, true
+	default:
+		return t.Duration, true
+	}
+}
+
 // String renders the timeout as Parse reads it.
 func (t *Timeout) String() string {
 	if t == nil {

@@ -35,3 +35,21 @@ func TestFlag(t *testing.T) {
 		t.Errorf("type %q", fs.Lookup("t").Value.Type())
 	}
 }
+
+// Or: the duration set, the default for an unset (zero) Timeout, off when
+// switched off.
+func TestOr(t *testing.T) {
+	for _, c := range []struct {
+		t      Timeout
+		want   time.Duration
+		wantOK bool
+	}{
+		{After(90 * time.Second), 90 * time.Second, true},
+		{Timeout{}, time.Minute, true},
+		{Disabled(), 0, false},
+	} {
+		if d, ok := c.t.Or(time.Minute); d != c.want || ok != c.wantOK {
+			t.Errorf("%+v.Or(1m) = %v, %v; want %v, %v", c.t, d, ok, c.want, c.wantOK)
+		}
+	}
+}

@@ -47,14 +47,7 @@ type PickupWait struct {
 // disabled. A zero Config.PickupWarning (a Config built without it) means
 // DefaultPickupWarning.
 func (c Config) pickupWarning() (time.Duration, bool) {
-	switch {
-	case c.PickupWarning.Disabled:
-		return 0, false
-	case c.PickupWarning.Duration <= 0:
-		return DefaultPickupWarning, true
-	default:
-		return c.PickupWarning.Duration, true
-	}
+	return c.PickupWarning.Or(DefaultPickupWarning)
 }
 
 // warnedPickups remembers, per item, the hand-over (its UID and stamp) the
@@ -76,10 +69,16 @@ type warnedPickup struct {
 	stamp string
 }
 
-func (w *warnedPickups) has(key types.NamespacedName, p warnedPickup) bool {
+// warned reports whether p is the hand-over key was warned of; an entry of
+// another hand-over goes.
+func (w *warnedPickups) warned(key types.NamespacedName, p warnedPickup) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.m[key] == p
+	cur, ok := w.m[key]
+	if ok && cur != p {
+		delete(w.m, key)
+	}
+	return ok && cur == p
 }
 
 func (w *warnedPickups) remember(key types.NamespacedName, p warnedPickup) {
@@ -91,39 +90,41 @@ func (w *warnedPickups) remember(key types.NamespacedName, p warnedPickup) {
 	w.m[key] = p
 }
 
-// forgetUnless drops key's entry unless it is p (zero p: always).
-func (w *warnedPickups) forgetUnless(key types.NamespacedName, p warnedPickup) {
+// forget drops key's entry.
+func (w *warnedPickups) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if cur, ok := w.m[key]; ok && cur != p {
-		delete(w.m, key)
-	}
+	delete(w.m, key)
 }
 
 // warnPickup emits EventWaitingForPickup on item (and on its Execution, if an
 // execution controls it) once per hand-over, when d says the item has waited
 // for its pickup past the warning. It costs nothing while no warning is due
 // (a map lookup); a due one is confirmed by a live read first, so a pickup the
-// cache does not show yet raises no false alarm.
-func (r *Reconciler) warnPickup(ctx context.Context, item *lsv1alpha1.DeployItem, d Decision) {
+// cache does not show yet raises no false alarm. With confirmed, item is that
+// live read already (and d its decision): it is not read again.
+func (r *Reconciler) warnPickup(ctx context.Context, item *lsv1alpha1.DeployItem, d Decision, confirmed bool) {
 	key := client.ObjectKeyFromObject(item)
 	if d.PickupOverdue == nil {
-		r.warned.forgetUnless(key, warnedPickup{})
+		r.warned.forget(key)
 		return
 	}
 	p := warnedPickup{uid: item.UID, stamp: d.PickupOverdue.Stamp}
-	r.warned.forgetUnless(key, p)
-	if r.warned.has(key, p) {
+	if r.warned.warned(key, p) {
 		return
 	}
-	live := &lsv1alpha1.DeployItem{}
-	if err := r.APIReader.Get(ctx, key, live); err != nil {
-		// Gone: nothing to warn about. Any other error: the next reconcile
-		// (the pending pickup timeout's requeue at the latest) tries again.
-		ctrl.LoggerFrom(ctx).V(1).Info("pickup warning not confirmed", "error", err.Error())
-		return
+	live, ld := item, d
+	if !confirmed {
+		live = &lsv1alpha1.DeployItem{}
+		if err := r.APIReader.Get(ctx, key, live); err != nil {
+			// Gone: nothing to warn about. Any other error: the next
+			// reconcile (the pending pickup timeout's requeue at the latest)
+			// tries again.
+			ctrl.LoggerFrom(ctx).V(1).Info("pickup warning not confirmed", "error", err.Error())
+			return
+		}
+		ld, _ = Evaluate(live, r.Now(), r.Config)
 	}
-	ld, _ := Evaluate(live, r.Now(), r.Config)
 	if ld.PickupOverdue == nil || live.UID != p.uid || ld.PickupOverdue.Stamp != p.stamp {
 		// Picked up (or handed another job) meanwhile; the cache's event for
 		// that brings the next reconcile.

@@ -113,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// warning remembers of the item (no reconcile would find it gone).
 		For(&lsv1alpha1.DeployItem{}, builder.WithPredicates(predicate.Funcs{
 			DeleteFunc: func(e event.TypedDeleteEvent[client.Object]) bool {
-				r.warned.forgetUnless(client.ObjectKeyFromObject(e.Object), warnedPickup{})
+				r.warned.forget(client.ObjectKeyFromObject(e.Object))
 				return false
 			},
 		})).
@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	item := &lsv1alpha1.DeployItem{}
 	if err := r.Client.Get(ctx, req.NamespacedName, item); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.warned.forgetUnless(req.NamespacedName, warnedPickup{})
+			r.warned.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -137,8 +137,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("ignoring invalid timeout setting", "error", err.Error())
 		r.Recorder.Eventf(item, nil, corev1.EventTypeWarning, EventBadAnnotation, "EvaluateTimeouts", "%s", err.Error())
 	}
-	r.warnPickup(ctx, item, d)
 	if d.Action == ActionNone {
+		r.warnPickup(ctx, item, d, false)
 		if d.RequeueAfter > 0 {
 			log.V(1).Info("next timeout", "requeueAfter", d.RequeueAfter)
 		}
@@ -152,6 +152,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	d, _ = Evaluate(live, r.Now(), r.Config)
+	// The warning due with an action (a pickup that fails now, say) comes
+	// from the same live read: no second one.
+	r.warnPickup(ctx, live, d, true)
 	log = log.WithValues("action", d.Action.String(), "jobID", live.Status.JobID)
 	switch d.Action {
 	case ActionFailPickup:

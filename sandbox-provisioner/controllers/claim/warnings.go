@@ -125,14 +125,7 @@ func (r *Reconciler) warnOnce(s *scope, topic, id string, related runtime.Object
 // spaceRequestWarning is the delay of the SpaceRequest warnings; ok false
 // when they are switched off. Zero means DefaultSpaceRequestWarning.
 func (r *Reconciler) spaceRequestWarning() (time.Duration, bool) {
-	switch {
-	case r.SpaceRequestWarning.Disabled:
-		return 0, false
-	case r.SpaceRequestWarning.Duration <= 0:
-		return DefaultSpaceRequestWarning, true
-	default:
-		return r.SpaceRequestWarning.Duration, true
-	}
+	return r.SpaceRequestWarning.Or(DefaultSpaceRequestWarning)
 }
 
 func (r *Reconciler) now() time.Time {
