@@ -254,9 +254,6 @@ type scope struct {
 	target *lsv1alpha1.Target
 	// targetErr is a problem with the item's Target, reported when the job runs.
 	targetErr error
-	// targetMissing: targetErr is the Target's absence, which a failed install
-	// job says how to recover from (missingTargetHint).
-	targetMissing bool
 
 	removeAnnotations []string
 	// setAnnotations are written with the metadata patch (the trace context
@@ -561,7 +558,6 @@ func (r *Reconciler) checkResponsibility(ctx context.Context, s *scope) (bool, e
 			return false, fmt.Errorf("reading Target %s/%s: %w", s.item.Namespace, ref.Name, err)
 		}
 		s.targetErr = ConfigError(ReasonTargetNotFound, "spec.target: Target %s/%s not found", s.item.Namespace, ref.Name)
-		s.targetMissing = true
 		return !selective, nil
 	}
 	// The Target is kept also when the selector does not match: a
@@ -1104,8 +1100,10 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 		// Every failed deletion says how to go on (the finalizer stays
 		// until one of the two happens).
 		message += deleteFailedHint
-	case s.targetMissing && reason == ReasonTargetNotFound:
-		// The job has ended: a Target created now does not restart it.
+	case reason == ReasonTargetNotFound && s.item.Spec.Target != nil:
+		// The item's Target is missing (without spec.target, the reason says
+		// the item's type needs one: no Target to create). The job has
+		// ended: a Target created now does not restart it.
 		message += missingTargetHint
 	}
 	r.finish(s, lsv1alpha1.PhaseFailed)

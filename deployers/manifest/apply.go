@@ -282,6 +282,12 @@ func updateOwned(r manifestv1alpha2.ManagedResourceStatus) bool {
 // on it; beyond that the reconcile fails with a retryable error.
 const maxConditionalTries = 5
 
+// changedOnEveryTry is the retryable error of a write conditional on a read
+// that another writer beat maxConditionalTries times in a row.
+func changedOnEveryTry(reason, field string, r manifestv1alpha2.TypedObjectReference) error {
+	return lib.TransientError(reason, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(r), maxConditionalTries))
+}
+
 // applyFallback applies obj (marked as di's) with policy fallback: it is
 // created while absent and changed while it is di's; otherwise it is left
 // alone and mine is false (it is not recorded: it is not di's to delete,
@@ -356,7 +362,7 @@ func (d *deployer) applyFallback(ctx context.Context, c *clusterClient, di *lsv1
 		}
 		return nil, false, classify(field, obj, "applying", err)
 	}
-	return nil, false, lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+	return nil, false, changedOnEveryTry(ReasonApplyFailed, field, ref(obj))
 }
 
 // handOver hands the fields the deployer's field manager owns in cur as an
@@ -407,7 +413,7 @@ func (d *deployer) handOverCreated(ctx context.Context, c *clusterClient, field 
 		}
 		// Changed meanwhile: read it again.
 	}
-	return lib.TransientError(ReasonApplyFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(ref(obj)), maxConditionalTries))
+	return changedOnEveryTry(ReasonApplyFailed, field, ref(obj))
 }
 
 // applyImmutable creates obj (marked) while it is absent and never changes an
@@ -609,7 +615,7 @@ func (d *deployer) deleteObject(ctx context.Context, c *clusterClient, di *lsv1a
 		}
 		return false, classify(field, obj, "deleting", err)
 	}
-	return false, lib.TransientError(ReasonDeleteFailed, fmt.Errorf("%s: %s changed by others on every try (%d); retrying", field, refString(res.Resource), maxConditionalTries))
+	return false, changedOnEveryTry(ReasonDeleteFailed, field, res.Resource)
 }
 
 func hasFinalizers(obj *unstructured.Unstructured) bool {
