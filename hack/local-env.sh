@@ -45,6 +45,8 @@ NAMESPACE="terrace-system"
 # shellcheck source=components.sh
 source "${ROOT}/hack/components.sh"
 CONTROLLERS=("${TERRACE_BINARIES[@]}")
+# COMPONENTS: every process of the environment, in the order of start.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}")
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -405,7 +407,7 @@ up() {
   # Every process was ready once; one that exited since (a port taken, say)
   # must not be reported as running.
   local c stopped=()
-  for c in etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}"; do
+  for c in "${COMPONENTS[@]}"; do
     running "${c}" || stopped+=("${c}")
   done
   ((${#stopped[@]} == 0)) || die "not running: ${stopped[*]}; see ${LOGS}/<component>.log, then run make up again"
@@ -430,7 +432,7 @@ down() {
 status() {
   printf '%-26s %-8s %s\n' COMPONENT PID STATE
   local c
-  for c in etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}"; do
+  for c in "${COMPONENTS[@]}"; do
     if running "${c}"; then
       printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" running
     else

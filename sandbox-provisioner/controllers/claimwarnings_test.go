@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,26 +185,6 @@ func TestSpaceRequestUnansweredIsReported(t *testing.T) {
 	g.Expect(claimCount(c, claim.EventSpaceRequestNotReady)(g)).To(BeZero())
 }
 
-// warnRecorder keeps the reasons and notes of the Events a reconciler records.
-type warnRecorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *warnRecorder) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *warnRecorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.events
-	r.events = nil
-	return out
-}
-
 // countingReader counts the reads of the API server the reconciler makes
 // beside its cache.
 type countingReader struct {
@@ -236,8 +215,8 @@ func TestSpaceRequestWarningWaitsForItsDelay(t *testing.T) {
 	const delay = time.Minute
 	var now atomic.Pointer[time.Time]
 	at := func(t time.Time) { now.Store(&t) }
-	newReconciler := func() (*claim.Reconciler, *warnRecorder, *countingReader) {
-		rec := &warnRecorder{}
+	newReconciler := func() (*claim.Reconciler, *eventRecorder, *countingReader) {
+		rec := &eventRecorder{}
 		reader := &countingReader{Reader: env.Client}
 		return &claim.Reconciler{Client: env.Client, APIReader: reader, Recorder: rec, DefaultTierName: claim.DefaultTierName,
 			SpaceRequestWarning: kittimeout.After(delay), Now: func() time.Time { return *now.Load() }}, rec, reader
@@ -275,7 +254,7 @@ func TestSpaceRequestWarningWaitsForItsDelay(t *testing.T) {
 		To(Succeed(), "the target is made")
 	at(sr.CreationTimestamp.Add(2 * delay))
 	g.Expect(reconcile(r, happy).RequeueAfter).To(BeZero(), "the wake-up finds the target: done")
-	g.Expect(rec.take()).To(BeEmpty(), "nothing to tell")
+	g.Expect(rec.takeNotes()).To(BeEmpty(), "nothing to tell")
 	g.Expect(reader.reads.Load()).To(BeNumerically("==", 1), "only the credentials Secret is read from the API server")
 
 	// Nothing answers.
@@ -286,28 +265,28 @@ func TestSpaceRequestWarningWaitsForItsDelay(t *testing.T) {
 	sr = spaceRequest(slow)
 	at(sr.CreationTimestamp.Add(delay - time.Second))
 	g.Expect(reconcile(r, slow).RequeueAfter).To(Equal(time.Second))
-	g.Expect(rec.take()).To(BeEmpty())
+	g.Expect(rec.takeNotes()).To(BeEmpty())
 	at(sr.CreationTimestamp.Add(delay))
 	g.Expect(reconcile(r, slow).RequeueAfter).To(BeZero(), "told; its status change brings the claim back")
-	g.Expect(rec.take()).To(ConsistOf(And(HavePrefix(claim.EventSpaceRequestUnanswered+": SpaceRequest "+sr.Name+" has no status 1m0s after its creation"),
+	g.Expect(rec.takeNotes()).To(ConsistOf(And(HavePrefix(claim.EventSpaceRequestUnanswered+": SpaceRequest "+sr.Name+" has no status 1m0s after its creation"),
 		ContainSubstring("host-operator"))))
 	g.Expect(reader.reads.Load()).To(BeNumerically("==", 1), "confirmed with the API server")
 	at(sr.CreationTimestamp.Add(delay + time.Minute))
 	reconcile(r, slow)
-	g.Expect(rec.take()).To(BeEmpty(), "told once")
+	g.Expect(rec.takeNotes()).To(BeEmpty(), "told once")
 	g.Expect(reader.reads.Load()).To(BeNumerically("==", 1), "nothing more to confirm")
 
 	// Now it answers, and provisioning stalls: told once more, quoting it.
 	setSpaceRequestReady(t, sr, toolchainv1alpha1.ReasonProvisioning, progress(sr), "")
 	reconcile(r, slow)
 	reconcile(r, slow)
-	g.Expect(rec.take()).To(ConsistOf(claim.EventSpaceRequestNotReady + ": SpaceRequest " + sr.Name + " is not Ready (Provisioning): " + progress(sr)))
+	g.Expect(rec.takeNotes()).To(ConsistOf(claim.EventSpaceRequestNotReady + ": SpaceRequest " + sr.Name + " is not Ready (Provisioning): " + progress(sr)))
 
 	// A message too long for an Event is cut in its middle.
 	long := "step failed: " + strings.Repeat("x", 2000) + " (the cause)"
 	setSpaceRequestReady(t, sr, toolchainv1alpha1.ReasonProvisioning, long, "")
 	reconcile(r, slow)
-	notes := rec.take()
+	notes := rec.takeNotes()
 	g.Expect(notes).To(HaveLen(1))
 	g.Expect(notes[0]).To(And(ContainSubstring("step failed: xxx"), HaveSuffix("x (the cause)"), ContainSubstring(" … ")))
 	g.Expect(len(notes[0])).To(BeNumerically("<", 700))
@@ -321,7 +300,7 @@ func TestSpaceRequestWarningWaitsForItsDelay(t *testing.T) {
 	setSpaceRequestReady(t, sr, "UnableToCreateSpace", "no member cluster has capacity", "")
 	at(sr.CreationTimestamp.Add(time.Second))
 	g.Expect(reconcile(r, failing).RequeueAfter).To(BeZero())
-	g.Expect(rec.take()).To(ConsistOf(claim.EventSpaceRequestNotReady + ": SpaceRequest " + sr.Name + " is not Ready (UnableToCreateSpace): no member cluster has capacity"))
+	g.Expect(rec.takeNotes()).To(ConsistOf(claim.EventSpaceRequestNotReady + ": SpaceRequest " + sr.Name + " is not Ready (UnableToCreateSpace): no member cluster has capacity"))
 	g.Expect(reader.reads.Load()).To(BeZero(), "what the SpaceRequest says needs no confirmation")
 }
 
@@ -334,7 +313,7 @@ func TestSpaceRequestWarningCanBeSwitchedOff(t *testing.T) {
 	n := unique("sr-nowarn")
 	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
 	createNamespace(t, n)
-	rec := &warnRecorder{}
+	rec := &eventRecorder{}
 	r := &claim.Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, DefaultTierName: claim.DefaultTierName,
 		SpaceRequestWarning: kittimeout.Disabled(), Now: func() time.Time { return time.Now().Add(time.Hour) }}
 	c := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
@@ -344,5 +323,5 @@ func TestSpaceRequestWarningCanBeSwitchedOff(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.RequeueAfter).To(BeZero())
 	}
-	g.Expect(rec.take()).To(BeEmpty())
+	g.Expect(rec.takeNotes()).To(BeEmpty())
 }

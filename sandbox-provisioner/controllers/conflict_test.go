@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,25 +67,39 @@ func (c *racingClient) race(ctx context.Context, obj client.Object) {
 	g.Expect(c.Client.Patch(ctx, cur, client.MergeFrom(base))).To(Succeed())
 }
 
-// reasonRecorder keeps the reasons of the Events a reconciler records.
-type reasonRecorder struct {
-	mu      sync.Mutex
-	reasons []string
+// eventRecorder keeps the Events a reconciler records (reason and note).
+type eventRecorder struct {
+	mu     sync.Mutex
+	events [][2]string
 }
 
-func (r *reasonRecorder) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+func (r *eventRecorder) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, reason)
+	r.events = append(r.events, [2]string{reason, fmt.Sprintf(note, args...)})
+}
+
+// takeEvents returns the Events recorded since the last take, each as f
+// renders it.
+func (r *eventRecorder) takeEvents(f func(reason, note string) string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, f(e[0], e[1]))
+	}
+	r.events = nil
+	return out
 }
 
 // take returns the reasons recorded since the last take.
-func (r *reasonRecorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.reasons
-	r.reasons = nil
-	return out
+func (r *eventRecorder) take() []string {
+	return r.takeEvents(func(reason, _ string) string { return reason })
+}
+
+// takeNotes returns "reason: note" of each Event recorded since the last take.
+func (r *eventRecorder) takeNotes() []string {
+	return r.takeEvents(func(reason, note string) string { return reason + ": " + note })
 }
 
 // createConflictTarget creates a provisioned target whose SpaceRequest does
@@ -131,7 +146,7 @@ func conflictTarget(ns string, finalizer bool) *appstudiov1alpha1.DeploymentTarg
 // again, and no failure Event is recorded (noEvent says which). It then checks
 // that the racing writer changed dt before the reconciler's write, so that the
 // write was refused: the test provoked the conflict it is about.
-func reconcileLosingRace(g *WithT, r reconcile.Reconciler, c *racingClient, rec *reasonRecorder, dt *appstudiov1alpha1.DeploymentTarget, noEvent string) *appstudiov1alpha1.DeploymentTarget {
+func reconcileLosingRace(g *WithT, r reconcile.Reconciler, c *racingClient, rec *eventRecorder, dt *appstudiov1alpha1.DeploymentTarget, noEvent string) *appstudiov1alpha1.DeploymentTarget {
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)})
 	g.Expect(err).NotTo(HaveOccurred(), "a conflict is a race lost, not an error")
 	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "the reconcile runs again")
@@ -158,7 +173,7 @@ func TestConflictOnFinalizerRemovalIsRetried(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, dt)).To(Succeed())
 
 	c := &racingClient{Client: env.Client, t: t}
-	rec := &reasonRecorder{}
+	rec := &eventRecorder{}
 	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
@@ -182,7 +197,7 @@ func TestConflictOnFinalizerAddIsRetried(t *testing.T) {
 	dt := createConflictTarget(t, n, false)
 
 	c := &racingClient{Client: env.Client, t: t}
-	rec := &reasonRecorder{}
+	rec := &eventRecorder{}
 	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
@@ -208,7 +223,7 @@ func TestConflictOnLateTargetDeletionIsRetried(t *testing.T) {
 	dt := createConflictTarget(t, n, true)
 
 	c := &racingClient{Client: env.Client, t: t}
-	rec := &reasonRecorder{}
+	rec := &eventRecorder{}
 	r := &orphan.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	// The SpaceRequest of the target's name is gone: the late-target check.
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
@@ -237,7 +252,7 @@ func TestRecurringConflictIsReported(t *testing.T) {
 	dt := createConflictTarget(t, n, false)
 
 	c := &racingClient{Client: env.Client, t: t, always: true}
-	rec := &reasonRecorder{}
+	rec := &eventRecorder{}
 	r := &target.Reconciler{Client: c, APIReader: env.Client, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 

@@ -36,9 +36,8 @@ type unseenCreates struct {
 }
 
 type unseenCreate struct {
-	uid types.UID
-	at  time.Time
-	// meta is the metadata the stub wrote (labels, annotations).
+	at time.Time
+	// meta is the metadata the stub wrote (UID, labels, annotations).
 	meta metav1.ObjectMeta
 }
 
@@ -47,7 +46,7 @@ func (u *unseenCreates) created(key string, obj client.Object, now time.Time) {
 	if obj.GetUID() == "" {
 		return
 	}
-	u.m.Store(key, &unseenCreate{uid: obj.GetUID(), at: now, meta: metav1.ObjectMeta{
+	u.m.Store(key, &unseenCreate{at: now, meta: metav1.ObjectMeta{
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
 		Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
 	}})
@@ -72,7 +71,7 @@ func (u *unseenCreates) pending(key string, now time.Time) (*metav1.ObjectMeta, 
 
 // seen ends the record of key when obj is the object the stub created.
 func (u *unseenCreates) seen(key string, obj client.Object) {
-	if v, ok := u.m.Load(key); ok && v.(*unseenCreate).uid == obj.GetUID() {
+	if v, ok := u.m.Load(key); ok && v.(*unseenCreate).meta.UID == obj.GetUID() {
 		u.m.CompareAndDelete(key, v)
 	}
 }
