@@ -376,10 +376,7 @@ func rootInstallations(n, creators int) workload {
 		return err
 	}
 	w.run = func(ctx context.Context, b *bench, ns string) (timing, error) {
-		objs := make([]client.Object, n)
-		for i := range n {
-			objs[i] = rootInstallation(ns, fmt.Sprintf("root-%04d", i), mockBlueprint(), false)
-		}
+		objs := mockRoots(ns, "root-", n)
 		// Sub-objects are not installations: n is every installation.
 		return t.timeUntilDone(ctx, n, func() error { return b.createAtOnce(ctx, objs, creators) })
 	}
@@ -407,10 +404,7 @@ func crowded(present, n, creators int) workload {
 			return err
 		}
 		defer before.close()
-		objs := make([]client.Object, present)
-		for i := range present {
-			objs[i] = rootInstallation(ns, fmt.Sprintf("present-%04d", i), mockBlueprint(), false)
-		}
+		objs := mockRoots(ns, "present-", present)
 		if err := b.createAtOnce(ctx, objs, creators); err != nil {
 			return err
 		}
@@ -428,14 +422,21 @@ func crowded(present, n, creators int) workload {
 		return err
 	}
 	w.run = func(ctx context.Context, b *bench, ns string) (timing, error) {
-		objs := make([]client.Object, n)
-		for i := range n {
-			objs[i] = rootInstallation(ns, fmt.Sprintf("%s%04d", newPrefix, i), mockBlueprint(), false)
-		}
+		objs := mockRoots(ns, newPrefix, n)
 		return t.timeUntilDone(ctx, n, func() error { return b.createAtOnce(ctx, objs, creators) })
 	}
 	w.close = func() { t.close() }
 	return w
+}
+
+// mockRoots are n root installations with one mock item each, named
+// prefix plus a four-digit number.
+func mockRoots(ns, prefix string, n int) []client.Object {
+	objs := make([]client.Object, n)
+	for i := range n {
+		objs[i] = rootInstallation(ns, fmt.Sprintf("%s%04d", prefix, i), mockBlueprint(), false)
+	}
+	return objs
 }
 
 // tree: one root installation whose blueprint has depth levels of fanOut
