@@ -83,21 +83,24 @@ func (p *Patcher) OnStored(f func()) { p.onStored = append(p.onStored, f) }
 // It runs only after a successful status write; write it through Track.
 func (p *Patcher) AfterStored(f func(context.Context) error) { p.after = append(p.after, f) }
 
-// Failed reports whether a write of this reconcile failed.
+// Failed reports whether a write of this reconcile failed (or Skip was
+// called): Patch then writes nothing more.
 func (p *Patcher) Failed() bool { return p.failed }
 
 // Track runs write, a write of obj (its metadata) that updates obj from the
 // response, and records the resourceVersion it replaced. A write that
-// changed nothing keeps the version: nothing is recorded.
+// changed nothing keeps the version: nothing is recorded. A failed write
+// does not stop the status write; call Skip for that.
 func (p *Patcher) Track(obj client.Object, write func() error) error {
 	before := obj.GetResourceVersion()
 	err := write()
 	p.replaced(before, obj.GetResourceVersion())
-	if err != nil {
-		p.failed = true
-	}
 	return err
 }
+
+// Skip makes the end-of-reconcile Patch write nothing: the object moved on
+// (an earlier write of this reconcile failed), or it is gone.
+func (p *Patcher) Skip() { p.failed = true }
 
 func (p *Patcher) replaced(before, now string) {
 	if p.writes != nil && before != "" && now != before {
