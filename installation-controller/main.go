@@ -7,7 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 )

@@ -18,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )

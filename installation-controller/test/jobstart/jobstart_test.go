@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )

@@ -33,7 +33,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/mock"
 	execcontrollers "github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"

@@ -23,7 +23,7 @@ import (
 const Kind = "Installation"
 
 // TracerName names the tracer of this package.
-const TracerName = "github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+const TracerName = "github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 
 // AttrWaitingFor is the span attribute saying what a waiting phase waits for.
 const AttrWaitingFor = attribute.Key("terrace.waiting_for")

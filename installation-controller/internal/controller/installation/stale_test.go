@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/installation-controller/controllers/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 )
 
 // exists says whether the DataObject or Target named name is there.
