@@ -44,17 +44,27 @@
 //     UninstallChecker), Reconcile — each after its Before* hooks.
 //  6. End hooks.
 //
+// Reconcile runs these as named steps (kit/flow), one file per rule:
+// hooks.go (the hook types and their aggregation), target.go (Target,
+// Context, responsibility), operation.go (the one operation, unknown
+// operation values), job_start.go (starting a job, the leftover pickup
+// stamp), should_reconcile.go, finalizer.go, apply.go (Reconcile,
+// ForceReconcile, the deadline), deletion.go, abort.go, status.go (the
+// outcome: phase, lastError, Ready), patch.go and record.go (the writes),
+// events.go (Events, metrics, the span), watches.go.
+//
 // A job ends with a final phase and status.jobIDFinished = status.jobID in
 // the same status write. Errors become lastError (operation, reason, message,
-// codes, times): an *Error with ERR_CONFIGURATION_PROBLEM (or Permanent) ends
-// the job Failed at once; other errors are retried with exponential back-off
+// codes, times): an *Error (a flow.Error) with ERR_CONFIGURATION_PROBLEM,
+// or of kind flow.Stalled (PermanentError), ends the job Failed at once; other errors are retried with exponential back-off
 // (1s doubling to 1m) and the job fails once the item's timeout (spec.timeout,
 // default Options.DefaultTimeout = 10m; "none" disables it) has passed since
 // lastReconcileTime.
 //
 // # Writes and field ownership
 //
-// Each reconcile makes at most one status write: a JSON merge patch holding
+// Each reconcile makes at most one status write (kit/status.Patcher, no
+// request when nothing changed): a JSON merge patch holding
 // only the status fields that changed, with field manager Options.Name, so
 // fields other controllers own (status.jobID of the execution controller)
 // are never rewritten from a stale copy, guarded by the resourceVersion read,
@@ -63,12 +73,14 @@
 // operation / reconcile-time / abort-time annotations, the finalizer) follow
 // as a second, metadata-only merge patch with a resourceVersion
 // precondition, so a value written meanwhile (a new operation annotation) is
-// never removed by mistake. The status write precedes the metadata write,
+// never removed by mistake. A job that starts on an item without the
+// finalizer writes that metadata patch before the deployer's work instead
+// (ensureFinalizer), so a deletion always runs the uninstall. The status write precedes the metadata write,
 // so a crash in between never loses a started job; a reconcile-time stamp
 // such a crash (or a failed metadata write) leaves on a finished item is
 // removed by a later reconcile once it is clearly older than the finished
 // job (see dropLeftoverPickup). The deployer remembers the
-// resourceVersions its last writes replaced; a reconcile that finds one of
+// resourceVersions its last writes replaced (ownWrites); a reconcile that finds one of
 // them in the cache waits for the cache instead of writing (which could only
 // conflict).
 //

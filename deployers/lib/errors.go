@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
@@ -50,48 +51,40 @@ const (
 	ReasonUnknownOperation = unknownop.Reason
 )
 
-// Error is an error that carries the lastError fields the contract asks for.
-// Deployers return it (wrapped or not) from their methods; any other error is
-// reported with the library's defaults (reason ReconcileFailed/DeleteFailed,
-// code ERR_INTERNAL_PROBLEM, retried).
-type Error struct {
-	// Reason is a CamelCase reason, e.g. InvalidConfiguration.
-	Reason string
-	// Message is the human-readable text; it should name the field or object.
-	Message string
-	// Codes classify the error. ERR_CONFIGURATION_PROBLEM (and any error
-	// marked Permanent) ends the job Failed at once: retrying cannot help.
-	Codes []lsv1alpha1.ErrorCode
-	// Permanent ends the job Failed at once even without a configuration code.
-	Permanent bool
-	// Err is the underlying error, if any.
-	Err error
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil && e.Message == "" {
-		return e.Err.Error()
-	}
-	return e.Message
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is an error that carries the lastError fields the contract asks for:
+// a flow.Error. Deployers return it (wrapped or not) from their methods; any
+// other error is reported with the library's defaults (reason
+// ReconcileFailed/DeleteFailed, code ERR_INTERNAL_PROBLEM, retried). An
+// error of kind flow.Stalled, or one carrying ERR_CONFIGURATION_PROBLEM,
+// ends the job Failed at once: retrying cannot help.
+type Error = flow.Error
 
 // NewError returns an Error; it is permanent if codes contain ERR_CONFIGURATION_PROBLEM.
 func NewError(reason, message string, codes ...lsv1alpha1.ErrorCode) *Error {
-	return &Error{Reason: reason, Message: message, Codes: codes}
+	e := &Error{Reason: reason, Message: message, Codes: codes}
+	if slices.Contains(codes, lsv1alpha1.ErrorConfigurationProblem) {
+		e.Kind = flow.Stalled
+	}
+	return e
+}
+
+// PermanentError is a permanent error with the given codes: one that ends
+// the job Failed at once without being a configuration problem (a refusal,
+// a timeout the deployer itself detected).
+func PermanentError(reason, message string, codes ...lsv1alpha1.ErrorCode) *Error {
+	return &Error{Kind: flow.Stalled, Reason: reason, Message: message, Codes: codes}
 }
 
 // ConfigError is a permanent error with code ERR_CONFIGURATION_PROBLEM: bad
 // input that retrying cannot fix.
 func ConfigError(reason, format string, args ...any) *Error {
-	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem}}
+	return &Error{Kind: flow.Stalled, Reason: reason, Message: fmt.Sprintf(format, args...), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem}}
 }
 
 // TransientError is an error worth retrying (e.g. an unreachable cluster);
 // the library retries it with back-off until the item's timeout.
 func TransientError(reason string, err error, codes ...lsv1alpha1.ErrorCode) *Error {
-	return &Error{Reason: reason, Message: err.Error(), Codes: codes, Err: err}
+	return &Error{Kind: flow.Transient, Reason: reason, Message: err.Error(), Codes: codes, Err: err}
 }
 
 // IsPermanent reports whether err ends a job Failed without retrying.
@@ -100,25 +93,19 @@ func IsPermanent(err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	return e.Permanent || slices.Contains(e.Codes, lsv1alpha1.ErrorConfigurationProblem)
+	return e.Kind == flow.Stalled || slices.Contains(e.Codes, lsv1alpha1.ErrorConfigurationProblem)
 }
 
 // toLastError converts err to the lastError fields, using the defaults when
-// err is not an *Error.
-func toLastError(operation, defaultReason string, err error) (reason, message string, codes []lsv1alpha1.ErrorCode) {
+// err carries no reason or codes.
+func toLastError(defaultReason string, err error) (reason, message string, codes []lsv1alpha1.ErrorCode) {
+	reason = flow.ReasonOf(err, defaultReason)
 	var e *Error
 	if errors.As(err, &e) {
-		reason, codes = e.Reason, e.Codes
-		message = err.Error()
-	} else {
-		message = err.Error()
-	}
-	if reason == "" {
-		reason = defaultReason
+		codes = slices.Clone(e.Codes)
 	}
 	if len(codes) == 0 {
 		codes = []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInternalProblem}
 	}
-	_ = operation
-	return reason, message, codes
+	return reason, err.Error(), codes
 }

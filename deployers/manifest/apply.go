@@ -75,9 +75,9 @@ func classify(field string, obj *unstructured.Unstructured, op string, err error
 		apierrors.IsMethodNotSupported(err), apierrors.IsRequestEntityTooLargeError(err):
 		return lib.ConfigError(ReasonRejected, "%s: rejected by the target API server: %v", what, err)
 	case apierrors.IsForbidden(err):
-		return &lib.Error{Reason: ReasonRejected, Message: fmt.Sprintf("%s: forbidden: %v", what, err), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorInsufficientPermission}, Permanent: true}
+		return lib.PermanentError(ReasonRejected, fmt.Sprintf("%s: forbidden: %v", what, err), lsv1alpha1.ErrorInsufficientPermission)
 	case apierrors.IsUnauthorized(err):
-		return &lib.Error{Reason: ReasonRejected, Message: fmt.Sprintf("%s: unauthorized: %v", what, err), Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorUnauthorized}, Permanent: true}
+		return lib.PermanentError(ReasonRejected, fmt.Sprintf("%s: unauthorized: %v", what, err), lsv1alpha1.ErrorUnauthorized)
 	case errors.As(err, &dnsErr), errors.As(err, &opErr):
 		return lib.TransientError(ReasonUnreachable, fmt.Errorf("%s: target cluster unreachable: %w", what, err))
 	}

@@ -196,8 +196,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	if waitingFor != "" {
 		if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
-			return lib.Result{}, &lib.Error{Reason: ReasonUnknownKind, Message: "not served within the timeout: " + waitingFor,
-				Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem, lsv1alpha1.ErrorTimeout}, Permanent: true}
+			return lib.Result{}, lib.PermanentError(ReasonUnknownKind, "not served within the timeout: "+waitingFor, lsv1alpha1.ErrorConfigurationProblem, lsv1alpha1.ErrorTimeout)
 		}
 		return lib.PendingFor(time.Second, waitingFor), nil
 	}
@@ -222,8 +221,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 			// on the target, so look again, backing off like readiness.
 			msg := "waiting for objects dropped from the configuration to be deleted: " + refList(left)
 			if !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
-				return lib.Result{}, &lib.Error{Reason: ReasonDeleteFailed, Message: "not done within the timeout: " + msg,
-					Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}, Permanent: true}
+				return lib.Result{}, lib.PermanentError(ReasonDeleteFailed, "not done within the timeout: "+msg, lsv1alpha1.ErrorTimeout)
 			}
 			req.Log.Info("objects that left the configuration are still being deleted", "left", len(left))
 			wait := waitInterval(di)
@@ -273,8 +271,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 			deadline = di.Status.LastReconcileTime.Add(t.Duration)
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return lib.Result{}, &lib.Error{Reason: ReasonNotReady, Message: "not ready within the timeout: " + notReady,
-				Codes: []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorTimeout}, Permanent: true}
+			return lib.Result{}, lib.PermanentError(ReasonNotReady, "not ready within the timeout: "+notReady, lsv1alpha1.ErrorTimeout)
 		}
 		wait := waitInterval(di)
 		if !deadline.IsZero() {
