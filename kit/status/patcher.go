@@ -118,15 +118,22 @@ func (p *Patcher) Changed(obj client.Object) (bool, error) {
 	return len(patch) > 0, err
 }
 
-// Patch writes obj's status if it changed since the snapshot, then runs the
-// OnStored functions and the AfterStored writes. After a failed write of
-// this reconcile it writes nothing.
+// Patch writes obj's status if it changed since the snapshot (or since the
+// Patcher's last write, which becomes the new base), then runs the OnStored
+// functions and the AfterStored writes. After a failed write of this
+// reconcile it writes nothing.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 	if p.failed {
 		return nil
 	}
-	if err := p.write(ctx, obj); err != nil {
+	err := p.write(ctx, obj)
+	if err != nil {
 		p.failed = true
+		return err
+	}
+	// The status as stored is the base of any later Patch, which then sends
+	// only what changes after this one.
+	if p.before, err = p.statusOf(obj); err != nil {
 		return err
 	}
 	stored, after := p.onStored, p.after
@@ -150,11 +157,6 @@ func (p *Patcher) Flush(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	p.guarded = false
-	before, err := p.statusOf(obj)
-	if err != nil {
-		return err
-	}
-	p.before = before
 	return nil
 }
 
@@ -203,7 +205,7 @@ func (p *Patcher) applyStatus(ctx context.Context, obj client.Object, status map
 		"apiVersion": gvk.GroupVersion().String(),
 		"kind":       gvk.Kind,
 		"metadata":   meta,
-		"status":     status,
+		"status":     withoutNulls(status),
 	}}
 	opts := []client.SubResourceApplyOption{client.ForceOwnership}
 	if p.fieldOwner != "" {
@@ -245,6 +247,36 @@ func (p *Patcher) statusOf(obj client.Object) (map[string]any, error) {
 		delete(whole.Status, f)
 	}
 	return whole.Status, nil
+}
+
+// withoutNulls is m without its null values, at any depth: an apply states
+// the whole status, so an unset field is one left out (a null, e.g. a zero
+// metav1.Time, is refused by the schema where a string is due).
+func withoutNulls(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if v = valueWithoutNulls(v); v != nil {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func valueWithoutNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return withoutNulls(v)
+	case []any:
+		out := make([]any, 0, len(v))
+		for _, e := range v {
+			if e = valueWithoutNulls(e); e != nil {
+				out = append(out, e)
+			}
+		}
+		return out
+	default:
+		return v
+	}
 }
 
 // mergePatch is the JSON merge patch from a to b (RFC 7386), empty when they
