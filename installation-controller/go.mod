@@ -15,8 +15,6 @@ require (
 	github.com/prometheus/client_golang v1.24.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/terrace-dev/terrace/apis v0.0.0-00010101000000-000000000000
-	github.com/terrace-dev/terrace/deployers v0.0.0-00010101000000-000000000000
-	github.com/terrace-dev/terrace/execution-controller v0.0.0-00010101000000-000000000000
 	github.com/terrace-dev/terrace/kit v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.44.0
 	go.opentelemetry.io/otel/sdk v1.44.0
@@ -112,9 +110,4 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-)
-
-replace (
-	github.com/terrace-dev/terrace/deployers => ../deployers
-	github.com/terrace-dev/terrace/execution-controller => ../execution-controller
 )

@@ -1,8 +1,10 @@
-// Package observability_test runs the installation controller, the execution
-// controller and the mock deployer in one process against a real API server
-// and checks what a job leaves behind for observers: one trace across every
-// controller (and no trace annotation at all while tracing is off), the
-// shared Terrace metrics and the events.
+// Package observability_test runs the installation controller, with the
+// execution stub playing the execution controller, in one process against a
+// real API server and checks what a job leaves behind for observers: one
+// trace per job, handed to every object it reaches (and no trace annotation
+// at all while tracing is off), the shared Terrace metrics and the events.
+// That the execution controller and the deployers continue the trace is the
+// e2e suite's to check, across the real binaries.
 //
 // It is a test binary of its own because tracing.Install is process-global:
 // the tests here switch tracing on and off, one test at a time, without
@@ -31,9 +33,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/mock"
-	execcontrollers "github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/executionstub"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
@@ -51,8 +52,9 @@ const (
 	interval = 50 * time.Millisecond
 )
 
-// TestMain starts one API server and one manager running the three
-// controllers for the whole package; the manager stops before the API server.
+// TestMain starts one API server and one manager running the installation
+// controller and the execution stub for the whole package; the manager stops
+// before the API server.
 func TestMain(m *testing.M) {
 	if os.Getenv("TEST_LOG") == "" {
 		ctrl.SetLogger(logr.Discard())
@@ -81,7 +83,7 @@ func run(m *testing.M) int {
 	tracing.Install(nil)
 
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 3*manager.DefaultKubeAPIQPS, 3*manager.DefaultKubeAPIBurst
+	cfg.QPS, cfg.Burst = 2*manager.DefaultKubeAPIQPS, 2*manager.DefaultKubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -104,8 +106,7 @@ func run(m *testing.M) int {
 	}
 	for _, add := range []func() error{
 		func() error { return installation.AddToManager(ctx, mgr, installation.Options{}) },
-		func() error { return execcontrollers.AddToManager(ctx, mgr, execcontrollers.DefaultOptions()) },
-		func() error { return mock.AddToManager(mgr, mock.Options{}) },
+		func() error { return executionstub.AddToManager(mgr) },
 	} {
 		if err := add(); err != nil {
 			cancel()
@@ -206,7 +207,6 @@ deployExecutions:
 var (
 	treeInstallations = []string{"root", "root-a", "root-b"}
 	treeExecutions    = []string{"root", "root-a", "root-b"}
-	treeItems         = []string{"root-own", "root-a-server", "root-b-client"}
 )
 
 func newRoot(ns, name string, fs map[string]string) *lsv1alpha1.Installation {

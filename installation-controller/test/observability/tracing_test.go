@@ -32,10 +32,10 @@ func traceOf(obj client.Object) string {
 }
 
 // One root installation's job is one trace: its root is the reconcile that
-// started the job; the root's later reconciles, the sub-installations', the
-// executions' and the deployer's spans (reconcile and apply) all belong to it,
-// each span's parent is in the trace, and every object the job was handed to
-// carries the trace in its annotation.
+// started the job; the root's later reconciles and the sub-installations'
+// belong to it, each span's parent is in the trace, and every object the job
+// was handed to (installations, executions) carries the trace in its
+// annotation, for the execution controller and the deployers to continue.
 func TestOneJobIsOneTrace(t *testing.T) {
 	rec := tracingtest.Record(t)
 	ns := namespace(t)
@@ -61,17 +61,13 @@ func TestOneJobIsOneTrace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		inTrace := tracingtest.Trace(rec, traceID)
 		reconciled := map[string]bool{}
-		applied := 0
 		var otherTraces []string
 		for _, s := range inTrace {
 			if strings.HasSuffix(s.Name(), ".Reconcile") {
 				reconciled[tracingtest.Attr(s, string(tracing.AttrKind))+"/"+tracingtest.Attr(s, string(tracing.AttrName))] = true
 			}
-			if s.Name() == "DeployItem.Apply" && tracingtest.Attr(s, "deployer") == "mock-deployer" {
-				applied++
-			}
 		}
-		// Every reconcile of this job, in whichever controller, is in the trace.
+		// Every reconcile of this job is in the trace.
 		for _, s := range rec.Ended() {
 			if tracingtest.Attr(s, string(tracing.AttrNamespace)) == ns && tracingtest.Attr(s, string(tracing.AttrJobID)) == job && s.SpanContext().TraceID() != traceID {
 				otherTraces = append(otherTraces, s.Name()+" "+tracingtest.Attr(s, string(tracing.AttrName)))
@@ -85,15 +81,7 @@ func TestOneJobIsOneTrace(t *testing.T) {
 		for _, n := range treeInstallations {
 			g.Expect(reconciled).To(HaveKey("Installation/"+n), "installation %s", n)
 		}
-		for _, n := range treeExecutions {
-			g.Expect(reconciled).To(HaveKey("Execution/"+n), "execution %s", n)
-		}
-		for _, n := range treeItems {
-			g.Expect(reconciled).To(HaveKey("DeployItem/"+n), "deploy item %s", n)
-		}
-		g.Expect(applied).To(BeNumerically(">=", len(treeItems)), "the deployer's apply spans")
-		for _, name := range []string{"Installation.Init", "Installation.ObjectsCreated", "Installation.Progressing", "Installation.Completing",
-			"Execution.Init", "Execution.Progressing", "Execution.Completing"} {
+		for _, name := range []string{"Installation.Init", "Installation.ObjectsCreated", "Installation.Progressing", "Installation.Completing"} {
 			found := false
 			for _, s := range inTrace {
 				found = found || s.Name() == name
@@ -113,11 +101,6 @@ func TestOneJobIsOneTrace(t *testing.T) {
 		exec := &lsv1alpha1.Execution{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, exec)).To(Succeed())
 		g.Expect(traceOf(exec)).To(Equal(want), "execution %s", n)
-	}
-	for _, n := range treeItems {
-		di := &lsv1alpha1.DeployItem{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, di)).To(Succeed())
-		g.Expect(traceOf(di)).To(Equal(want), "deploy item %s", n)
 	}
 }
 
@@ -156,20 +139,20 @@ func TestNextJobIsANewTrace(t *testing.T) {
 				n++
 			}
 		}
-		g.Expect(n).To(BeNumerically(">=", len(treeInstallations)+len(treeExecutions)+len(treeItems)))
+		g.Expect(n).To(BeNumerically(">=", len(treeInstallations)))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	sub := getInst(g, ns, "root-b")
 	g.Expect(traceOf(sub)).To(Equal(secondTrace))
 }
 
-// With tracing off, no installation, execution or deploy item ever carries
-// the trace-context annotation: not through two jobs, nor through deletion.
+// With tracing off, no installation or execution ever carries the
+// trace-context annotation: not through two jobs, nor through deletion.
 func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 	tracing.Install(nil)
 	ns := namespace(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	aw := tracingtest.WatchAnnotations(t, watchClient(t), ns, &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{})
+	aw := tracingtest.WatchAnnotations(t, watchClient(t), ns, &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{})
 
 	g.Expect(env.Client.Create(ctx, newRoot(ns, "root", treeBlueprint("")))).To(Succeed())
 	first := waitFinished(t, ns, "root", lsv1alpha1.PhaseSucceeded)
@@ -181,23 +164,18 @@ func TestNoTraceAnnotationWhileTracingOff(t *testing.T) {
 		g.Expect(inst.Status.JobIDFinished).To(Equal(inst.Status.JobID))
 		g.Expect(inst.Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	for _, n := range treeItems {
-		di := &lsv1alpha1.DeployItem{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, di)).To(Succeed())
-		g.Expect(di.Annotations).NotTo(HaveKey(tracing.TraceContextAnnotation))
-	}
 
 	g.Expect(env.Client.Delete(ctx, first)).To(Succeed())
 	waitGone(t, ns, "root")
-	// The watch saw the objects come, change and go (every item's deletion
-	// included), and never with the annotation.
+	// The watch saw the objects come, change and go, and never with the
+	// annotation.
 	g.Eventually(aw.Seen).WithTimeout(timeout).WithPolling(interval).
-		Should(BeNumerically(">=", 3*(len(treeInstallations)+len(treeExecutions)+len(treeItems))))
+		Should(BeNumerically(">=", 3*(len(treeInstallations)+len(treeExecutions))))
 	g.Expect(aw.Annotated()).To(BeEmpty())
 }
 
-// deletionWatch records, for every installation, execution and deploy item of
-// a namespace, the trace in its trace-context annotation on the first version
+// deletionWatch records, for every installation and execution of a
+// namespace, the trace in its trace-context annotation on the first version
 // the API server showed with a deletion timestamp: the trace its deletion
 // reconciles continue, whichever controller runs them.
 type deletionWatch struct {
@@ -212,7 +190,7 @@ func watchDeletions(t *testing.T, ns string) *deletionWatch {
 		t.Fatal(err)
 	}
 	dw := &deletionWatch{traces: map[string]string{}}
-	for _, list := range []client.ObjectList{&lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
+	for _, list := range []client.ObjectList{&lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}} {
 		w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
 		if err != nil {
 			t.Fatal(err)
@@ -224,14 +202,9 @@ func watchDeletions(t *testing.T, ns string) *deletionWatch {
 				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark || obj.GetDeletionTimestamp() == nil {
 					continue
 				}
-				var kind string
-				switch obj.(type) {
-				case *lsv1alpha1.Installation:
-					kind = "Installation"
-				case *lsv1alpha1.Execution:
+				kind := "Installation"
+				if _, ok := obj.(*lsv1alpha1.Execution); ok {
 					kind = "Execution"
-				case *lsv1alpha1.DeployItem:
-					kind = "DeployItem"
 				}
 				key := kind + "/" + obj.GetName()
 				dw.mu.Lock()
@@ -253,8 +226,7 @@ func (dw *deletionWatch) deleted() map[string]string {
 }
 
 // isDeletionSpan reports whether s is a reconcile span of namespace ns that
-// ended in a phase of the deletion flow (installations, executions, and the
-// deployer's reconciles of a deploy item being deleted), or of the given job.
+// ended in a phase of the deletion flow, or of the given job.
 func isDeletionSpan(s sdktrace.ReadOnlySpan, ns, job string) bool {
 	if !strings.HasSuffix(s.Name(), ".Reconcile") || tracingtest.Attr(s, string(tracing.AttrNamespace)) != ns {
 		return false
@@ -295,10 +267,11 @@ func jobRoot(t *testing.T, rec *tracetest.SpanRecorder, ns, exclude string) sdkt
 }
 
 // expectDeletionsIn checks, once every object of want was deleted, that each
-// was deleted carrying trace traceID (the controller that deleted it handed
-// the job's trace over first), that every deletion reconcile of ns (and every
-// span of job) is in that trace, that the trace holds a reconcile of each
-// object of want, and that the trace is one tree.
+// was deleted carrying trace traceID (the installation that deleted it handed
+// the job's trace over first, for the execution controller to continue), that
+// every deletion reconcile of ns (and every span of job) is in that trace,
+// that the trace holds a reconcile of each installation of want, and that the
+// trace is one tree.
 func expectDeletionsIn(t *testing.T, rec *tracetest.SpanRecorder, dw *deletionWatch, ns, job string, traceID trace.TraceID, want []string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -322,33 +295,18 @@ func expectDeletionsIn(t *testing.T, rec *tracetest.SpanRecorder, dw *deletionWa
 		}
 		g.Expect(elsewhere).To(BeEmpty(), "deletion reconciles outside the deletion's trace")
 		for _, key := range want {
-			g.Expect(reconciled).To(HaveKey(key), "a deletion reconcile of %s", key)
-		}
-		deletes := 0
-		for _, s := range tracingtest.Trace(rec, traceID) {
-			if s.Name() == "DeployItem.Delete" {
-				deletes++
+			if strings.HasPrefix(key, "Installation/") {
+				g.Expect(reconciled).To(HaveKey(key), "a deletion reconcile of %s", key)
 			}
 		}
-		g.Expect(deletes).To(BeNumerically(">=", countPrefix(want, "DeployItem/")), "the deployer's delete spans")
 		root, err := tracingtest.Connected(tracingtest.Trace(rec, traceID))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(root.Name()).To(Equal("Installation.Reconcile"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
-func countPrefix(keys []string, prefix string) int {
-	n := 0
-	for _, k := range keys {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
 // Deleting a root installation is a job of its own and so a trace of its
-// own: every sub-installation, execution and deploy item is deleted in it
+// own: every sub-installation and execution is deleted in it
 // (each is handed the deletion's trace context before it is deleted), not
 // in the trace of the install job whose annotation it carried until then.
 func TestDeletionIsOneTraceOfItsOwn(t *testing.T) {
@@ -379,9 +337,6 @@ func TestDeletionIsOneTraceOfItsOwn(t *testing.T) {
 	for _, n := range treeExecutions {
 		want = append(want, "Execution/"+n)
 	}
-	for _, n := range treeItems {
-		want = append(want, "DeployItem/"+n)
-	}
 	expectDeletionsIn(t, rec, dw, ns, deletionJob, traceID, want)
 	// The root itself was deleted (by the test) still carrying the install
 	// job's trace, which its deletion job did not continue.
@@ -389,7 +344,7 @@ func TestDeletionIsOneTraceOfItsOwn(t *testing.T) {
 }
 
 // Orphans deleted by an install job (a sub-installation and an execution the
-// blueprint no longer renders, with their executions and deploy items) are
+// blueprint no longer renders, with their executions) are
 // deleted in that job's trace, not in the trace of the job that created them.
 func TestOrphansAreDeletedInTheJobsTrace(t *testing.T) {
 	rec := tracingtest.Record(t)
@@ -435,8 +390,8 @@ func TestOrphansAreDeletedInTheJobsTrace(t *testing.T) {
 	g.Expect(traceID.String()).NotTo(Equal(firstTrace))
 
 	expectDeletionsIn(t, rec, dw, ns, second.Status.JobID, traceID,
-		[]string{"Installation/root-b", "Execution/root", "Execution/root-b", "DeployItem/root-own", "DeployItem/root-b-client"})
-	g.Expect(dw.deleted()).To(HaveLen(5), "nothing else was deleted: %v", dw.deleted())
+		[]string{"Installation/root-b", "Execution/root", "Execution/root-b"})
+	g.Expect(dw.deleted()).To(HaveLen(3), "nothing else was deleted: %v", dw.deleted())
 }
 
 // A reconcile outside any job (after the job ended: here an annotation edit

@@ -85,7 +85,7 @@ func TestTreeDepth3FanOut3(t *testing.T) {
 	ns, g := setup(t)
 	create(g, newInstallation(ns, "root", treeOfDepth3(), reconcileAnnotation...))
 	g.Eventually(countSucceeded(ns, 13), timeout, 200*time.Millisecond).Should(Equal(13))
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(13))
+	execs := &lsv1alpha1.ExecutionList{}
+	g.Expect(env.Client.List(context.Background(), execs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(execs.Items).To(HaveLen(13))
 }

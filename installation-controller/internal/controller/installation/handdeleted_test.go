@@ -31,10 +31,6 @@ func TestSubObjectsDeletedByHandAreCreatedAgainByTheNextJob(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	two, err := getInst(ns, "root-two")()
 	g.Expect(err).NotTo(HaveOccurred())
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root"})).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
-	oldItem := items.Items[0].UID
 	g.Expect(env.Client.Delete(ctx, exec)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, two)).To(Succeed())
 	// Both wait for their parent (finalizers kept).
@@ -61,10 +57,6 @@ func TestSubObjectsDeletedByHandAreCreatedAgainByTheNextJob(t *testing.T) {
 	g.Expect(newTwo.UID).NotTo(Equal(two.UID))
 	g.Expect(newTwo.DeletionTimestamp).To(BeNil())
 	g.Expect(newTwo.Status).To(And(HaveField("JobIDFinished", root.Status.JobID), HaveField("Phase", lsv1alpha1.PhaseSucceeded)))
-	// The deleted execution's deploy item was uninstalled, not adopted.
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root"})).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
-	g.Expect(items.Items[0].UID).NotTo(Equal(oldItem))
 }
 
 // A hand-deleted sub-installation that a sibling imports from does not wait
@@ -129,8 +121,8 @@ func TestHandDeletedSubInstallationWhoseParentWentDeletesItself(t *testing.T) {
 // wait (here for the name of a context copy): Init hands it the deletion
 // and waits until it is gone, as for a sub-object deleted by hand, but
 // Ready says it is not created again; it used to say "deleted by hand, to
-// be gone before they are created again". Deterministic: the execution's
-// deploy item is held (a finalizer of the test's) until Init has said so.
+// be gone before they are created again". Deterministic: the execution is
+// held (a finalizer of the test's) until Init has said so.
 func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -149,11 +141,9 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	root.Spec.Imports.Data = []lsv1alpha1.DataImport{{Name: "x", DataRef: "xv"}}
 	create(g, root)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root"})).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
-	item := &items.Items[0]
-	setHold(g, item, true)
+	orphan, err := getExec(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+	setHold(g, orphan, true)
 
 	// The next job renders no deploy items, and its new import y's context
 	// copy has a name held by an object being deleted: Init deletes the
@@ -176,12 +166,12 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	want := "phase Init waits for execution root, deleted and no longer rendered by the blueprint, to be gone (they are not created again)"
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(inPhase(lsv1alpha1.PhaseInit), WithTransform(readyOf, And(
 		HaveField("Reason", "Waiting"), HaveField("Message", ContainSubstring(want))))), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
-	g.Expect(exists(ns, &lsv1alpha1.Execution{}, "root")()).To(BeTrue(), "held by its item")
+	g.Expect(exists(ns, &lsv1alpha1.Execution{}, "root")()).To(BeTrue(), "held")
 
-	setHold(g, item, false)
+	setHold(g, orphan, false)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", Not(Equal(first)))),
 		func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
-	_, err := getExec(ns, "root")()
+	_, err = getExec(ns, "root")()
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphan is gone and not created again: %v", err)
 	for _, st := range rec.statuses("root") {
 		g.Expect(readyMessage(&st)).NotTo(ContainSubstring("deleted by hand"))
@@ -277,16 +267,14 @@ func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
 	rootWithSubsAndExecution(g, ns, `["one"]`)
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns), client.MatchingLabels{lsv1alpha1.ManagedByExecutionLabel: "root-one"})).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
-	item := &items.Items[0]
-	setHold(g, item, true)
+	held, err := getExec(ns, "root-one")()
+	g.Expect(err).NotTo(HaveOccurred())
+	setHold(g, held, true)
 	one, err := getInst(ns, "root-one")()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Delete(ctx, one)).To(Succeed())
 
-	// Job 2 hands it its deletion, which waits for the held item.
+	// Job 2 hands it its deletion, which waits for its held execution.
 	root, _ := getInst(ns, "root")()
 	first := root.Status.JobID
 	annotate(g, root, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
@@ -320,7 +308,7 @@ func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 	g.Expect(third).NotTo(Equal(second))
 	g.Expect(getInst(ns, "root-one")()).To(HaveField("Status", And(HaveField("JobID", second), HaveField("Phase", lsv1alpha1.PhaseDeleting))))
 
-	setHold(g, item, false)
+	setHold(g, held, false)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded), HaveField("Status.JobID", third)),
 		func() string { i, _ := getInst(ns, "root")(); return fmt.Sprint(lastError(i), i.Status.Conditions) })
 	newOne, err := getInst(ns, "root-one")()

@@ -247,8 +247,8 @@ func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T)
 	}
 	g.Eventually(func(g Gomega) []string {
 		var left []string
-		insts, execs, items := &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}
-		for _, l := range []client.ObjectList{insts, execs, items} {
+		insts, execs := &lsv1alpha1.InstallationList{}, &lsv1alpha1.ExecutionList{}
+		for _, l := range []client.ObjectList{insts, execs} {
 			g.Expect(env.Client.List(ctx, l, client.InNamespace(ns))).To(Succeed())
 		}
 		for _, o := range insts.Items {
@@ -256,9 +256,6 @@ func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T)
 		}
 		for _, o := range execs.Items {
 			left = append(left, "Execution/"+o.Name+" "+string(o.Status.Phase))
-		}
-		for _, o := range items.Items {
-			left = append(left, "DeployItem/"+o.Name+" "+string(o.Status.Phase))
 		}
 		return left
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty())
@@ -355,14 +352,12 @@ deployExecutions:
 // A sub-installation that stays but is re-templated without the target
 // import its parent no longer has: its deploy items of the last job name the
 // parent's Target copy and need it to uninstall, after the parent's Init.
-// The copy is kept until the job completes. It used to be deleted in Init
-// as stale (only the copies of departing sub-installations were kept), so
-// the old item's deletion failed (TargetNotFound), the sub-installation
-// OrphanDeletionFailed and the parent SubObjectsFailed in every job: nothing
-// wrote the copy again.
+// The copy is kept until the job completes: deleted in Init as stale, the
+// old item's deletion would fail (TargetNotFound), the sub-installation
+// OrphanDeletionFailed and the parent SubObjectsFailed in every job, as
+// nothing writes the copy again.
 func TestStayingSubInstallationUninstallsWithTheTargetTheParentDropped(t *testing.T) {
 	ns, g := setup(t)
-	ctx := context.Background()
 	create(g, &lsv1alpha1.Target{ObjectMeta: metaNS(ns, "cluster"), Spec: lsv1alpha1.TargetSpec{Type: "test/any"}})
 	withTarget := map[string]string{
 		"blueprint.yaml": `imports:
@@ -402,9 +397,7 @@ deployExecutions:
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
 	copyName := installation.ScopedName("root", "cluster")
 	g.Expect(exists(ns, &lsv1alpha1.Target{}, copyName)()).To(BeTrue(), "the context copy the sub-installation's item names")
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
+	g.Expect(exists(ns, &lsv1alpha1.Execution{}, "root-one")()).To(BeTrue(), "the sub-installation's execution, whose item names the copy")
 
 	rerun(g, ns, "root", func(i *lsv1alpha1.Installation) {
 		i.Spec.Imports.Targets = nil
@@ -414,8 +407,7 @@ deployExecutions:
 		}
 	})
 	g.Expect(gone(getInst(ns, "root-one"))()).To(BeFalse(), "one stays")
-	g.Expect(env.Client.List(ctx, items, client.InNamespace(ns))).To(Succeed())
-	g.Expect(items.Items).To(BeEmpty(), "uninstalled with the Target copy")
+	g.Expect(exists(ns, &lsv1alpha1.Execution{}, "root-one")()).To(BeFalse(), "uninstalled with the Target copy")
 	g.Expect(exists(ns, &lsv1alpha1.Target{}, copyName)()).To(BeFalse(), "stale once nothing names it: deleted in Completing")
 	// And the next job too.
 	rerun(g, ns, "root", func(*lsv1alpha1.Installation) {})

@@ -88,18 +88,11 @@ func TestInterruptIsPropagated(t *testing.T) {
 	annotate(g, inst, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationInterrupt))
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed),
 		HaveField("ObjectMeta.Annotations", Not(HaveKey(lsv1alpha1.OperationAnnotation)))))
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
-	g.Expect(items.Items).To(HaveLen(1))
-	g.Eventually(func() (*lsv1alpha1.DeployItem, error) {
-		di := &lsv1alpha1.DeployItem{}
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&items.Items[0]), di)
-		return di, err
-	}, timeout, interval).Should(And(HaveField("Status.Phase", lsv1alpha1.PhaseFailed), HaveField("Status.LastError.Reason", lsv1alpha1.ReasonInterrupted)))
 	inst, _ = getInst(ns, "root")()
 	exec, _ := getExec(ns, "root")()
 	g.Expect(exec.Status.JobIDFinished).To(Equal(inst.Status.JobID))
 	g.Expect(exec.Status.Phase).To(Equal(lsv1alpha1.PhaseFailed))
+	g.Expect(exec.Status.LastError).To(HaveField("Reason", lsv1alpha1.ReasonInterrupted))
 	g.Expect(exec.Annotations).NotTo(HaveKey(lsv1alpha1.OperationAnnotation))
 }
 
@@ -120,10 +113,9 @@ func TestDeletionFlow(t *testing.T) {
 	g.Expect(rec.phases("root")).To(HaveExactElements(lsv1alpha1.PhaseProgressing, lsv1alpha1.PhaseSucceeded,
 		lsv1alpha1.PhaseInitDelete, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting))
 	g.Expect(rec.phases("root-b")).To(ContainElements(lsv1alpha1.PhaseInitDelete, lsv1alpha1.PhaseTriggerDelete, lsv1alpha1.PhaseDeleting))
-	for _, list := range []client.ObjectList{&lsv1alpha1.ExecutionList{}, &lsv1alpha1.DeployItemList{}} {
-		g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-		g.Expect(list).To(HaveField("Items", BeEmpty()))
-	}
+	execs := &lsv1alpha1.ExecutionList{}
+	g.Expect(env.Client.List(context.Background(), execs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(execs.Items).To(BeEmpty())
 	// The context objects (the root's imports for its children, the
 	// children's exports) went with it.
 	dos := &lsv1alpha1.DataObjectList{}
@@ -240,9 +232,9 @@ func TestDeleteWithoutUninstall(t *testing.T) {
 	ns, g := setup(t)
 	rootWhoseTargetWent(g, ns, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")
 	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
-	items := &lsv1alpha1.DeployItemList{}
-	g.Expect(env.Client.List(context.Background(), items, client.InNamespace(ns))).To(Succeed())
-	g.Expect(items.Items).To(BeEmpty())
+	execs := &lsv1alpha1.ExecutionList{}
+	g.Expect(env.Client.List(context.Background(), execs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(execs.Items).To(BeEmpty())
 }
 
 // A root installation importing another root's export waits in Init (Ready

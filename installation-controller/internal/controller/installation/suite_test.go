@@ -27,9 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/mock"
-	execcontrollers "github.com/terrace-dev/terrace/execution-controller/controllers"
 	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
+	"github.com/terrace-dev/terrace/installation-controller/internal/executionstub"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
@@ -83,18 +82,18 @@ const (
 	interval = 100 * time.Millisecond
 )
 
-// startManager runs the installation controller, the execution controller
-// and the mock deployer in one manager for the whole package: tests use
-// their own namespaces.
+// startManager runs the installation controller and the execution stub
+// (which plays the execution controller) in one manager for the whole
+// package: tests use their own namespaces.
 func startManager(t testing.TB) {
 	t.Helper()
 	mgrOnce.Do(func() {
 		opts := manager.Options{Concurrency: 4}
-		// In production each of the three components is its own process
-		// with the kit's default client rate limit; in-process they share
-		// one client, so it gets the sum of their budgets.
+		// In production the execution controller is a process of its own
+		// with the kit's default client rate limit; in-process the stub
+		// that plays it shares one client, so it gets the sum of both.
 		cfg := rest.CopyConfig(env.Config)
-		cfg.QPS, cfg.Burst = 3*manager.DefaultKubeAPIQPS, 3*manager.DefaultKubeAPIBurst
+		cfg.QPS, cfg.Burst = 2*manager.DefaultKubeAPIQPS, 2*manager.DefaultKubeAPIBurst
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:     scheme,
 			Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -119,11 +118,7 @@ func startManager(t testing.TB) {
 			mgrErr = err
 			return
 		}
-		if err := execcontrollers.AddToManager(ctx, mgr, execcontrollers.DefaultOptions()); err != nil {
-			mgrErr = err
-			return
-		}
-		if err := mock.AddToManager(mgr, mock.Options{}); err != nil {
+		if err := executionstub.AddToManager(mgr); err != nil {
 			mgrErr = err
 			return
 		}
