@@ -3,62 +3,81 @@ package jobid
 import (
 	"context"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
-// ParentGone's rule, case by case: only a live parent of the same UID, or one
-// whose deletion job will run (it has its finalizer), hands a deletion job over.
+// ParentGone's rule, case by case, against parents as the API server holds
+// them: only a live parent of the same UID, or one whose deletion job will
+// run (it has its finalizer), hands a deletion job over.
 func TestParentGone(t *testing.T) {
 	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	if err := lsv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	now := metav1.NewTime(time.Now())
-	parent := func(uid types.UID, deleting bool, finalizers ...string) *lsv1alpha1.Installation {
-		p := &lsv1alpha1.Installation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root", UID: uid, Finalizers: finalizers}}
+	env := testenv.StartT(t, scheme)
+	ctx := context.Background()
+	const ns = "default"
+
+	// parent creates an installation with finalizers; deleting, it is
+	// deleted too (the finalizers keep it, with its deletionTimestamp).
+	parent := func(name string, deleting bool, finalizers ...string) *lsv1alpha1.Installation {
+		t.Helper()
+		p := &lsv1alpha1.Installation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers},
+			Spec: lsv1alpha1.InstallationSpec{Blueprint: lsv1alpha1.BlueprintDefinition{
+				Inline: &lsv1alpha1.InlineBlueprint{Filesystem: map[string]string{lsv1alpha1.BlueprintFileName: "{}"}},
+			}},
+		}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 		if deleting {
-			p.DeletionTimestamp = &now
+			if err := env.Client.Delete(ctx, p); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return p
 	}
-	child := func(ref *metav1.OwnerReference) *lsv1alpha1.Execution {
-		e := &lsv1alpha1.Execution{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root"}}
-		if ref != nil {
-			e.OwnerReferences = []metav1.OwnerReference{*ref}
-		}
-		return e
-	}
 	yes := true
-	controlledBy := func(kind, apiVersion string) *metav1.OwnerReference {
-		return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "root", UID: "u1", Controller: &yes}
+	controlledBy := func(apiVersion, name string, uid types.UID) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: apiVersion, Kind: "Installation", Name: name, UID: uid, Controller: &yes}
 	}
-	byRoot := controlledBy("Installation", lsv1alpha1.SchemeGroupVersion.String())
+	byInstallation := func(p *lsv1alpha1.Installation) *metav1.OwnerReference {
+		return controlledBy(lsv1alpha1.SchemeGroupVersion.String(), p.Name, p.UID)
+	}
+
+	alive := parent("alive", false, lsv1alpha1.Finalizer)
+	deleting := parent("deleting", true, lsv1alpha1.Finalizer)
+	unfinalized := parent("unfinalized", true, "example.com/hold")
+	namesake := parent("namesake", false, lsv1alpha1.Finalizer)
 	for _, tc := range []struct {
-		name   string
-		parent *lsv1alpha1.Installation
-		ref    *metav1.OwnerReference
-		want   bool
+		name string
+		ref  *metav1.OwnerReference
+		want bool
 	}{
-		{"alive", parent("u1", false, lsv1alpha1.Finalizer), byRoot, false},
-		{"deleting with its finalizer: its deletion job hands over", parent("u1", true, lsv1alpha1.Finalizer), byRoot, false},
-		{"deleting without its finalizer", parent("u1", true, "foregroundDeletion"), byRoot, true},
-		{"gone", nil, byRoot, true},
-		{"replaced by a namesake", parent("u2", false, lsv1alpha1.Finalizer), byRoot, true},
-		{"no controller", parent("u1", false, lsv1alpha1.Finalizer), nil, true},
-		{"controlled by something else", parent("u1", false, lsv1alpha1.Finalizer), controlledBy("Installation", "example.com/v1"), true},
+		{"alive", byInstallation(alive), false},
+		{"deleting with its finalizer: its deletion job hands over", byInstallation(deleting), false},
+		{"deleting without its finalizer", byInstallation(unfinalized), true},
+		{"gone", controlledBy(lsv1alpha1.SchemeGroupVersion.String(), "gone", "u1"), true},
+		{"replaced by a namesake", controlledBy(lsv1alpha1.SchemeGroupVersion.String(), namesake.Name, "an-earlier-uid"), true},
+		{"no controller", nil, true},
+		{"controlled by something else", controlledBy("example.com/v1", alive.Name, alive.UID), true},
 	} {
-		b := fake.NewClientBuilder().WithScheme(scheme)
-		if tc.parent != nil {
-			b = b.WithObjects(tc.parent)
+		child := &lsv1alpha1.Execution{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+		if tc.ref != nil {
+			child.OwnerReferences = []metav1.OwnerReference{*tc.ref}
 		}
-		got, err := ParentGone(context.Background(), b.Build(), child(tc.ref))
+		got, err := ParentGone(ctx, env.Client, child)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: ParentGone = %v, %v; want %v", tc.name, got, err, tc.want)
 		}

@@ -1,7 +1,9 @@
 package observabilitytest
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/terrace-dev/terrace/kit/metrics"
+	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
 func TestMetricHelpers(t *testing.T) {
@@ -54,20 +56,32 @@ func TestMetricHelpers(t *testing.T) {
 
 func TestEventHelpers(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
+	env := testenv.StartT(t, nil)
+	c := env.Client
+	for _, ns := range []string{"ns", "elsewhere", "empty"} {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
 	event := func(ns, name, kind, regarding, typ, reason string) *eventsv1.Event {
 		return &eventsv1.Event{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Regarding:  corev1.ObjectReference{Kind: kind, Namespace: ns, Name: regarding},
-			Type:       typ, Reason: reason,
+			ObjectMeta:          metav1.ObjectMeta{Namespace: ns, Name: name},
+			EventTime:           metav1.NewMicroTime(time.Now()),
+			ReportingController: "example.com/test",
+			ReportingInstance:   "test",
+			Action:              "Reconcile",
+			Regarding:           corev1.ObjectReference{Kind: kind, Namespace: ns, Name: regarding},
+			Type:                typ, Reason: reason,
 		}
 	}
-	c := fake.NewClientBuilder().WithObjects(
+	for _, e := range []*eventsv1.Event{
 		event("ns", "e1", "Claim", "obj", "Normal", "Bound"),
 		event("ns", "e2", "Claim", "obj", "Warning", "Failed"),
 		event("ns", "e3", "Claim", "other", "Normal", "Bound"),
 		event("ns", "e5", "Target", "obj", "Normal", "Released"),
 		event("elsewhere", "e4", "Claim", "obj", "Warning", "Lost"),
-	).Build()
+	} {
+		g.Expect(c.Create(ctx, e)).To(Succeed())
+	}
 	g.Expect(Events(g, c, "ns", "obj")).To(ConsistOf("Normal/Bound", "Warning/Failed", "Normal/Released"))
 	g.Expect(EventReasons(g, c, "ns", "obj")).To(ConsistOf("Bound", "Failed", "Released"))
 	g.Expect(Events(g, c, "ns", "none")).To(BeEmpty())

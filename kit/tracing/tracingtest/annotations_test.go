@@ -8,15 +8,21 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terrace-dev/terrace/kit/testenv"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 func TestWatchAnnotationsRecordsAnnotatedVersions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := fake.NewClientBuilder().Build()
+	env := testenv.StartT(t, nil)
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, ns := range []string{"ns", "other"} {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
 	aw := WatchAnnotations(t, c, "ns", &corev1.ConfigMapList{}, &corev1.SecretList{})
 
 	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}}
