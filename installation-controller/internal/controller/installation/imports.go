@@ -14,6 +14,7 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/stale"
 )
 
@@ -73,7 +74,7 @@ const (
 )
 
 // resolveImports reads every import, applies the import data mappings and
-// checks the result against the blueprint. Every error is fatal: the job
+// checks the result against the blueprint. Every error of its own is stalled: the job
 // cannot continue without its imports; a user fixes them and starts a new job.
 func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, reads importReads) (*imports, error) {
 	scope := parentName(inst)
@@ -98,7 +99,7 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 		tgt := &lsv1alpha1.Target{}
 		if err := r.getImport(ctx, reads, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
+				return nil, flow.Stalledf(ReasonImportNotFound, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
 			}
 			return nil, err
 		}
@@ -111,11 +112,11 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 	if len(inst.Spec.ImportDataMappings) > 0 {
 		exprs, err := expressions(inst.Spec.ImportDataMappings)
 		if err != nil {
-			return nil, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+			return nil, flow.StalledError(ReasonDataMappingFailed, err)
 		}
 		mapped, err := mapping.Evaluate(exprs, mapping.ImportsVar, im.values)
 		if err != nil {
-			return nil, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("importDataMappings: %w", err))
+			return nil, flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("importDataMappings: %w", err))
 		}
 		for k, v := range mapped {
 			im.values[k] = v
@@ -124,12 +125,12 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 
 	completed, err := bp.CompleteImports(im.values, targetTypes)
 	if err != nil {
-		return nil, fatal(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, err)
+		return nil, flow.StalledError(ReasonImportInvalid, err)
 	}
 	im.values = completed
 	raw, err := json.Marshal(completed)
 	if err != nil {
-		return nil, fatal(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("imports are not JSON: %w", err))
+		return nil, flow.StalledError(ReasonImportInvalid, fmt.Errorf("imports are not JSON: %w", err))
 	}
 	sum := sha256.Sum256(raw)
 	im.hash = hex.EncodeToString(sum[:])
@@ -179,7 +180,7 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 		do := &lsv1alpha1.DataObject{}
 		if err := r.getImport(ctx, reads, client.ObjectKey{Namespace: ns, Name: name}, do); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: DataObject %s/%s does not exist%s", d.Name, ns, name, scopeHint(scope, d.DataRef))
+				return nil, flow.Stalledf(ReasonImportNotFound, "data import %q: DataObject %s/%s does not exist%s", d.Name, ns, name, scopeHint(scope, d.DataRef))
 			}
 			return nil, err
 		}
@@ -188,7 +189,7 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 		sec := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.SecretRef.Name}, sec); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: Secret %s/%s does not exist", d.Name, ns, d.SecretRef.Name)
+				return nil, flow.Stalledf(ReasonImportNotFound, "data import %q: Secret %s/%s does not exist", d.Name, ns, d.SecretRef.Name)
 			}
 			return nil, err
 		}
@@ -201,13 +202,13 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 		cm := &corev1.ConfigMap{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.ConfigMapRef.Name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: ConfigMap %s/%s does not exist", d.Name, ns, d.ConfigMapRef.Name)
+				return nil, flow.Stalledf(ReasonImportNotFound, "data import %q: ConfigMap %s/%s does not exist", d.Name, ns, d.ConfigMapRef.Name)
 			}
 			return nil, err
 		}
 		return pickKey(d.Name, "ConfigMap", d.ConfigMapRef.Name, d.ConfigMapRef.Key, cm.Data)
 	}
-	return nil, fatalf(ReasonImportInvalid, lsv1alpha1.ErrorConfigurationProblem, "data import %q names no source", d.Name)
+	return nil, flow.Stalledf(ReasonImportInvalid, "data import %q names no source", d.Name)
 }
 
 // pickKey returns one key's value (JSON-decoded when it is a JSON object or
@@ -222,7 +223,7 @@ func pickKey(imp, kind, name, key string, data map[string]string) (any, error) {
 	}
 	v, ok := data[key]
 	if !ok {
-		return nil, fatalf(ReasonImportNotFound, lsv1alpha1.ErrorConfigurationProblem, "data import %q: %s %s has no key %q", imp, kind, name, key)
+		return nil, flow.Stalledf(ReasonImportNotFound, "data import %q: %s %s has no key %q", imp, kind, name, key)
 	}
 	var decoded any
 	if err := json.Unmarshal([]byte(v), &decoded); err == nil {
@@ -258,7 +259,7 @@ func (r *Reconciler) readContext(ctx context.Context, inst *lsv1alpha1.Installat
 			if name == lsv1alpha1.DefaultContextName {
 				return map[string]any{}, nil
 			}
-			return nil, fatalf(ReasonContextNotFound, lsv1alpha1.ErrorConfigurationProblem, "Context %s/%s (spec.context) does not exist", inst.Namespace, name)
+			return nil, flow.Stalledf(ReasonContextNotFound, "Context %s/%s (spec.context) does not exist", inst.Namespace, name)
 		}
 		return nil, err
 	}

@@ -175,8 +175,8 @@ func (r *Reconciler) handOverInstallation(ctx context.Context, s *scope, sub *ls
 		return nil
 	}
 	if jobState(sub).Started() {
-		return &waiting{out: outcome{waitMsg: fmt.Sprintf("sub-installation %s to finish job %s, which it is running (phase %s), before it is handed this one",
-			sub.Name, st.JobID, st.Phase)}}
+		return waitf("sub-installation %s to finish job %s, which it is running (phase %s), before it is handed this one",
+			sub.Name, st.JobID, st.Phase)
 	}
 	// The sub-installation continues this job's trace (only while tracing is on).
 	if err := handOverTraceContext(ctx, r.Client, sub); err != nil {

@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
@@ -73,11 +74,11 @@ func (r *Reconciler) hintNewJobAfterFailure(s *scope) {
 	if le := st.LastError; le != nil {
 		msg = hint + "; the job failed: " + le.Reason + ": " + le.Message
 	}
-	if readyIs(inst, metav1.ConditionFalse, reason, msg) {
+	if status.Has(st.Conditions, status.ConditionReady, metav1.ConditionFalse, reason, msg) {
 		return
 	}
-	r.setReady(inst, metav1.ConditionFalse, reason, msg)
-	s.onWritten(func() {
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionFalse, reason, msg)
+	s.patch.OnStored(func() {
 		r.Recorder.Eventf(inst, nil, "Normal", ReasonReconcileAnnotationNeeded, "Reconcile", "%s", hint)
 	})
 }

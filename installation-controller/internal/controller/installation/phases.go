@@ -21,28 +21,24 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
-
-func next(p lsv1alpha1.Phase) (outcome, error) { return outcome{next: p}, nil }
-func wait(format string, args ...any) (outcome, error) {
-	return outcome{waitMsg: fmt.Sprintf(format, args...)}, nil
-}
 
 // phaseInit reads the blueprint and imports, checks the predecessors, and
 // templates and creates the sub-objects; orphaned sub-installations are
 // marked and deleted (their deletion runs in CleanupOrphaned).
-func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	inst := s.inst
 	if inst.DeletionTimestamp != nil {
 		// Deleted since the job started (Init runs again after each wait,
 		// say for predecessors): the deletion job follows and deletes
 		// whatever Init would create or update now, so nothing is written.
-		return outcome{}, initWhileDeleting(r.deletionFollows(ctx, inst))
+		return "", initWhileDeleting(r.deletionFollows(ctx, inst))
 	}
 	bp, err := parseBlueprint(inst)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	msg, err := r.checkPredecessors(ctx, inst)
 	if s.interrupted {
@@ -54,17 +50,17 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 		if err == nil && msg != "" {
 			why += " while waiting for " + msg
 		}
-		return outcome{}, fatal(lsv1alpha1.ReasonInterrupted, lsv1alpha1.ErrorInterrupted, errors.New(why))
+		return "", jobEnds(lsv1alpha1.ReasonInterrupted, lsv1alpha1.ErrorInterrupted, errors.New(why))
 	}
 	if err != nil || msg != "" {
 		if err != nil {
-			return outcome{}, err
+			return "", err
 		}
-		return wait("%s", msg)
+		return "", waitf("%s", msg)
 	}
 	im, err := r.resolveImports(ctx, inst, bp, fromAPIServer)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	inst.Status.ImportsHash = im.hash
 
@@ -75,21 +71,21 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	}
 	items, err := bp.DeployItems(values, im.targetNames)
 	if err != nil {
-		return outcome{}, templateFailure(err)
+		return "", templateFailure(err)
 	}
 	templates, err := bp.SubinstallationTemplates(values)
 	if err != nil {
-		return outcome{}, templateFailure(err)
+		return "", templateFailure(err)
 	}
 	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames()); err != nil {
-		return outcome{}, templateFailure(err)
+		return "", templateFailure(err)
 	}
 
 	if err := r.syncExecution(ctx, s, items); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	if err := r.syncSubInstallations(ctx, s, bp, templates); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	// The context copies come after the sub-installations are re-templated:
 	// a value a sub-installation exported in the last job and this
@@ -100,7 +96,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	if len(templates) > 0 {
 		// Sub-installations read the parent's imports from its context.
 		if err := r.writeContextImports(ctx, s, im); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 		keep = contextCopyKeys(inst, im)
 	}
@@ -113,12 +109,12 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (outcome, error) {
 	// finished) and re-templated. Stale Target copies wait for Completing
 	// (see writtenDataCopies).
 	if err := r.deleteStale(ctx, inst, writtenDataCopies, keep); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	if len(s.handDeleted) > 0 || len(s.orphansGoing) > 0 {
-		return wait("%s", goneWaitMessage(s.handDeleted, s.orphansGoing))
+		return "", waitf("%s", goneWaitMessage(s.handDeleted, s.orphansGoing))
 	}
-	return next(lsv1alpha1.PhaseCleanupOrphaned)
+	return lsv1alpha1.PhaseCleanupOrphaned, nil
 }
 
 // goneWaitMessage says what Init waits for when sub-objects it handed their
@@ -140,12 +136,12 @@ func goneWaitMessage(handDeleted, orphans []string) string {
 // same way on every retry. The message (from package tmpl) names the
 // execution, the file and line, and quotes the offending snippet.
 func templateFailure(err error) error {
-	return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+	return flow.StalledError(ReasonTemplateFailed, err)
 }
 
 // checkPredecessors returns a wait message while a predecessor (a sibling
 // exporting something this installation imports) has not finished the job,
-// and a fatal error when one finished without success.
+// and a stalled error when one finished without success.
 func (r *Reconciler) checkPredecessors(ctx context.Context, inst *lsv1alpha1.Installation) (string, error) {
 	preds, err := r.listByIndex(ctx, inst.Namespace, ExportsIndex, importKeys(inst), inst.Name)
 	if err != nil {
@@ -168,7 +164,7 @@ func (r *Reconciler) checkPredecessors(ctx context.Context, inst *lsv1alpha1.Ins
 			continue
 		}
 		if p.Status.Phase != lsv1alpha1.PhaseSucceeded {
-			return "", fatalf(ReasonPredecessorFailed, lsv1alpha1.ErrorConfigurationProblem, "predecessor %s (which exports an import of this installation) ended %s", p.Name, p.Status.Phase)
+			return "", flow.Stalledf(ReasonPredecessorFailed, "predecessor %s (which exports an import of this installation) ended %s", p.Name, p.Status.Phase)
 		}
 	}
 	if len(waiting) > 0 {
@@ -239,7 +235,7 @@ type contextWrite struct {
 // refuse (Invalid): retrying would never help.
 func (w contextWrite) checkName(kind, name string) error {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fatalf(w.invalid, lsv1alpha1.ErrorConfigurationProblem, "%s: %q is not a valid %s name: %s", w.what, name, kind, strings.Join(errs, "; "))
+		return jobEndsf(w.invalid, lsv1alpha1.ErrorConfigurationProblem, "%s: %q is not a valid %s name: %s", w.what, name, kind, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -259,7 +255,7 @@ const ReasonDeletedDuringJob = "DeletedDuringJob"
 // context copies and exports, and both end such a job at their start.
 // follows is deletionFollows.
 func initWhileDeleting(follows string) error {
-	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
+	return jobEndsf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly,
 		"the installation is being deleted: its execution, sub-installations and context copies are not written; the job ends in phase Init%s", follows)
 }
 
@@ -284,7 +280,7 @@ func completingWhileDeleting(inst *lsv1alpha1.Installation, follows string) erro
 	default:
 		msg += strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1] + " are not written; the job ends here"
 	}
-	return fatalf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly, "%s%s", msg, follows)
+	return jobEndsf(ReasonDeletedDuringJob, lsv1alpha1.ErrorForInfoOnly, "%s%s", msg, follows)
 }
 
 // maxParentWalk bounds how far deletionFollows walks up the tree for the
@@ -343,7 +339,7 @@ func (r *Reconciler) deletionFollows(ctx context.Context, inst *lsv1alpha1.Insta
 // by its owner).
 func (w contextWrite) writeError(op, kind, name string, err error) error {
 	if apierrors.IsInvalid(err) {
-		return fatal(w.invalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("%s: the API server refuses %s %s: %w", w.what, kind, name, err))
+		return jobEnds(w.invalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("%s: the API server refuses %s %s: %w", w.what, kind, name, err))
 	}
 	return fmt.Errorf("%s %s %s: %w", op, kind, name, err)
 }
@@ -405,7 +401,7 @@ func (r *Reconciler) claim(ctx context.Context, inst *lsv1alpha1.Installation, w
 			return controllerutil.SetControllerReference(inst, obj, r.Client.Scheme())
 		}
 	}
-	return fatalf(ReasonExportConflict, lsv1alpha1.ErrorConfigurationProblem,
+	return flow.Stalledf(ReasonExportConflict,
 		"%s: %s %s/%s exists and %s; it is left untouched (export to another name or remove that object)",
 		w.what, kind, obj.GetNamespace(), obj.GetName(), ownerDescription(obj))
 }
@@ -625,7 +621,7 @@ func (r *Reconciler) syncExecution(ctx context.Context, s *scope, items []lsv1al
 		return fmt.Errorf("reading execution: %w", err)
 	default:
 		if !isOwnedBy(exec, inst) {
-			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "execution %s exists but does not belong to this installation", exec.Name)
+			return flow.Stalledf(ReasonTemplateFailed, "execution %s exists but does not belong to this installation", exec.Name)
 		}
 		if exec.DeletionTimestamp != nil {
 			// With no deploy items, it is the orphan this job's Init
@@ -689,7 +685,7 @@ func (r *Reconciler) takeOverHandDeletion(ctx context.Context, s *scope, obj cli
 	}
 	what := kindOf(obj) + " " + obj.GetName()
 	if failed != nil {
-		return fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", handDeletionFailedMessage(what, orphan, *failed))
+		return jobEndsf(ReasonDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", handDeletionFailedMessage(what, orphan, *failed))
 	}
 	if orphan {
 		s.orphansGoing = append(s.orphansGoing, what)
@@ -756,11 +752,11 @@ func (r *Reconciler) handOverDeletion(ctx context.Context, s *scope, obj client.
 func subObjectWriteError(ctx context.Context, c client.Reader, inst *lsv1alpha1.Installation, obj client.Object, what string, err error) error {
 	switch {
 	case apierrors.IsInvalid(err):
-		return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("%s: the API server refuses what the blueprint rendered: %w", what, err))
+		return flow.StalledError(ReasonTemplateFailed, fmt.Errorf("%s: the API server refuses what the blueprint rendered: %w", what, err))
 	case apierrors.IsAlreadyExists(err):
 		existing := obj.DeepCopyObject().(client.Object)
 		if gerr := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr == nil && !isOwnedBy(existing, inst) {
-			return fatalf(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, "%s: %s %s exists but does not belong to this installation", what, kindOf(obj), obj.GetName())
+			return flow.Stalledf(ReasonTemplateFailed, "%s: %s %s exists but does not belong to this installation", what, kindOf(obj), obj.GetName())
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -792,7 +788,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 		t := &templates[i]
 		spec, err := subSpec(inst, bp, t)
 		if err != nil {
-			return fatal(ReasonTemplateFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+			return flow.StalledError(ReasonTemplateFailed, err)
 		}
 		name := SubInstallationName(inst.Name, t.Name)
 		refs = append(refs, lsv1alpha1.NamedObjectReference{Name: t.Name, Reference: lsv1alpha1.ObjectReference{Name: name, Namespace: inst.Namespace}})
@@ -891,10 +887,10 @@ func toAnyJSON(m map[string]any) (map[string]lsv1alpha1.AnyJSON, error) {
 // phaseCleanupOrphaned hands the job to the orphaned (deleted)
 // sub-installations and execution, which runs their deletion flow, and
 // waits until they are gone.
-func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	var working []string
 	var failed []subObjectFailure
@@ -912,7 +908,7 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 	}
 	if exec != nil && exec.DeletionTimestamp != nil {
 		if err := handOver(exec, "execution "+exec.Name); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 	}
 	for _, sub := range subs {
@@ -920,46 +916,46 @@ func (r *Reconciler) phaseCleanupOrphaned(ctx context.Context, s *scope) (outcom
 			continue
 		}
 		if err := handOver(sub, "sub-installation "+sub.Name); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 	}
 	switch {
 	case len(working) > 0:
-		return wait("orphans %s to be deleted", strings.Join(working, ", "))
+		return "", waitf("orphans %s to be deleted", strings.Join(working, ", "))
 	case len(failed) > 0:
 		// The cause is quoted from the orphans as the job read them: no
 		// request.
-		return outcome{}, fatalf(ReasonOrphansDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", orphansDeleteFailedMessage(failed))
+		return "", jobEndsf(ReasonOrphansDeleteFailed, lsv1alpha1.ErrorInternalProblem, "%s", orphansDeleteFailedMessage(failed))
 	}
-	return next(lsv1alpha1.PhaseObjectsCreated)
+	return lsv1alpha1.PhaseObjectsCreated, nil
 }
 
 // phaseObjectsCreated hands the job to every sub-installation and the execution.
-func (r *Reconciler) phaseObjectsCreated(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseObjectsCreated(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	for _, sub := range subs {
 		if sub.DeletionTimestamp == nil {
 			if err := r.handOverInstallation(ctx, s, sub, s.inst.Status.JobID); err != nil {
-				return outcome{}, err
+				return "", err
 			}
 		}
 	}
 	if exec != nil && exec.DeletionTimestamp == nil {
 		if err := r.handOverExecution(ctx, s, exec, s.inst.Status.JobID); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 	}
-	return next(lsv1alpha1.PhaseProgressing)
+	return lsv1alpha1.PhaseProgressing, nil
 }
 
 // phaseProgressing waits until every sub-object finished the job.
-func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	job := s.inst.Status.JobID
 	// What this job created is in the status; the caches (other informers)
@@ -981,10 +977,10 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 	if len(missing) > 0 {
 		lagging, err := r.confirmMissing(ctx, s, exec == nil)
 		if err != nil {
-			return outcome{}, err
+			return "", err
 		}
 		if len(lagging) > 0 {
-			return wait("%s to appear in the cache", strings.Join(lagging, ", "))
+			return "", waitf("%s to appear in the cache", strings.Join(lagging, ", "))
 		}
 	}
 	var working []string
@@ -1026,18 +1022,18 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (outcome, e
 			// job wrote (it had started the job before Init re-templated
 			// it: a job start repeated after a conflict): its items are not
 			// this job's, so the job must not count as done.
-			return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,
+			return "", flow.Stalledf(ReasonSpecChanged,
 				"execution %s ran the job with its spec of generation %d, not the current %d this job wrote (the spec changed while the job started): add the reconcile annotation to the root installation to start a job with the new spec",
 				exec.Name, st.ObservedGeneration, exec.Generation)
 		}
 	}
 	switch {
 	case len(working) > 0:
-		return wait("%s to finish", strings.Join(working, ", "))
+		return "", waitf("%s to finish", strings.Join(working, ", "))
 	case len(failed) > 0:
-		return outcome{}, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsFailedMessage(failed))
+		return "", jobEndsf(ReasonSubObjectsFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsFailedMessage(failed))
 	}
-	return next(lsv1alpha1.PhaseCompleting)
+	return lsv1alpha1.PhaseCompleting, nil
 }
 
 // ReasonSubObjectGone: a Warning event when a sub-installation this job
@@ -1089,7 +1085,7 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec)
 		switch {
 		case apierrors.IsNotFound(err), err == nil && !isOwnedBy(exec, inst):
-			return nil, fatalf(ReasonSubObjectsFailed, lsv1alpha1.ErrorInternalProblem,
+			return nil, jobEndsf(ReasonSubObjectsFailed, lsv1alpha1.ErrorInternalProblem,
 				"execution %s is gone before it finished the job (deleted by hand, its finalizer removed): the next job creates it again", ref.Name)
 		case err != nil:
 			return nil, fmt.Errorf("reading execution %s: %w", ref.Name, err)
@@ -1108,33 +1104,32 @@ func (r *Reconciler) confirmMissing(ctx context.Context, s *scope, execMissing b
 
 // phaseCompleting fails the job if the spec or the imports changed during
 // it, else computes and writes the exports and triggers the successors.
-func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	inst := s.inst
 	if inst.DeletionTimestamp != nil {
 		// Before the generation: setting the deletion timestamp moves it
 		// (the API server does so for an object with finalizers), and
 		// SpecChanged would advise the reconcile annotation, which does
 		// nothing for an installation being deleted.
-		return outcome{}, completingWhileDeleting(inst, r.deletionFollows(ctx, inst))
+		return "", completingWhileDeleting(inst, r.deletionFollows(ctx, inst))
 	}
 	if inst.Generation != inst.Status.ObservedGeneration {
-		return outcome{}, fatalf(ReasonSpecChanged, lsv1alpha1.ErrorConfigurationProblem,
+		return "", flow.Stalledf(ReasonSpecChanged,
 			"the spec changed during the job (generation %d, job started with %d): add the reconcile annotation to the root installation to start a job with the new spec", inst.Generation, inst.Status.ObservedGeneration)
 	}
 	bp, err := parseBlueprint(inst)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	im, err := r.currentImports(ctx, inst, bp)
 	if err != nil {
-		var fe *fatalError
-		if asFatal(err, &fe) {
-			return outcome{}, fatalf(ReasonImportsChanged, lsv1alpha1.ErrorConfigurationProblem, "the imports changed during the job: %v", err)
+		if isStalled(err) {
+			return "", flow.Stalledf(ReasonImportsChanged, "the imports changed during the job: %v", err)
 		}
-		return outcome{}, err
+		return "", err
 	}
 	if im.hash != inst.Status.ImportsHash {
-		return outcome{}, fatalf(ReasonImportsChanged, lsv1alpha1.ErrorConfigurationProblem,
+		return "", flow.Stalledf(ReasonImportsChanged,
 			"the imports changed during the job: add the reconcile annotation to the root installation to start a job with the new imports")
 	}
 	values, err := r.exportValues(ctx, inst, im)
@@ -1142,35 +1137,35 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		if apierrors.IsNotFound(err) {
 			// Completing may run right after the execution was seen finished:
 			// its exports DataObject (another informer) may not be cached yet.
-			return wait("the execution's exports to appear: %v", err)
+			return "", waitf("the execution's exports to appear: %v", err)
 		}
-		return outcome{}, err
+		return "", err
 	}
 	exports, err := bp.RenderExports(values)
 	if err != nil {
-		return outcome{}, templateFailure(err)
+		return "", templateFailure(err)
 	}
 	if len(inst.Spec.ExportDataMappings) > 0 {
 		exprs, err := expressions(inst.Spec.ExportDataMappings)
 		if err != nil {
-			return outcome{}, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, err)
+			return "", flow.StalledError(ReasonDataMappingFailed, err)
 		}
 		mapped, err := mapping.Evaluate(exprs, mapping.ExportsVar, exports)
 		if err != nil {
-			return outcome{}, fatal(ReasonDataMappingFailed, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("exportDataMappings: %w", err))
+			return "", flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err))
 		}
 		for k, v := range mapped {
 			exports[k] = v
 		}
 	}
 	if err := bp.ValidateExports(exports); err != nil {
-		return outcome{}, fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, err)
+		return "", flow.StalledError(ReasonExportInvalid, err)
 	}
 	if err := r.writeExports(ctx, inst, exports); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	if err := r.deleteStale(ctx, inst, writtenExports, sets.New(exportKeys(inst)...)); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	// Target copies of imports this installation no longer has, which Init
 	// kept: every sub-installation has finished the job now, so the deploy
@@ -1181,12 +1176,12 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (outcome, er
 		contextKeep = contextCopyKeys(inst, im)
 	}
 	if err := r.deleteStale(ctx, inst, writtenContextCopies, contextKeep); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	if err := r.triggerSuccessors(ctx, inst); err != nil {
-		return outcome{}, err
+		return "", err
 	}
-	return next(lsv1alpha1.PhaseSucceeded)
+	return lsv1alpha1.PhaseSucceeded, nil
 }
 
 // currentImports resolves the imports for Completing from the cache; when
@@ -1201,12 +1196,11 @@ func (r *Reconciler) currentImports(ctx context.Context, inst *lsv1alpha1.Instal
 	return r.resolveImports(ctx, inst, bp, fromAPIServer)
 }
 
-func asFatal(err error, target **fatalError) bool {
-	fe, ok := err.(*fatalError) //nolint:errorlint // created unwrapped in this package
-	if ok {
-		*target = fe
-	}
-	return ok
+// isStalled reports whether err itself, not wrapped, is a stalled error of
+// this package (the only kind resolveImports returns unwrapped).
+func isStalled(err error) bool {
+	fe, ok := err.(*flow.Error) //nolint:errorlint // created unwrapped in this package
+	return ok && fe.Kind == flow.Stalled
 }
 
 // exportValues builds what export executions see: .imports and .values
@@ -1289,7 +1283,7 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 	for _, d := range inst.Spec.Exports.Data {
 		v, ok := exports[d.Name]
 		if !ok {
-			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
+			return flow.Stalledf(ReasonExportInvalid, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
 		}
 		w := contextWrite{scope: scope, ref: d.DataRef, what: dataExportWhat(d), invalid: ReasonExportInvalid}
 		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
@@ -1299,11 +1293,11 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 	for _, t := range inst.Spec.Exports.Targets {
 		v, ok := exports[t.Name]
 		if !ok {
-			return fatalf(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, "target export %q: no such export value", t.Name)
+			return flow.Stalledf(ReasonExportInvalid, "target export %q: no such export value", t.Name)
 		}
 		spec, err := targetSpecOf(v)
 		if err != nil {
-			return fatal(ReasonExportInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("target export %q: %w", t.Name, err))
+			return flow.StalledError(ReasonExportInvalid, fmt.Errorf("target export %q: %w", t.Name, err))
 		}
 		w := contextWrite{scope: scope, ref: t.Target, what: targetExportWhat(t), invalid: ReasonExportInvalid}
 		if err := r.writeTarget(ctx, inst, w, spec); err != nil {
@@ -1381,12 +1375,12 @@ func (r *Reconciler) triggerSuccessors(ctx context.Context, inst *lsv1alpha1.Ins
 // phaseInitDelete waits for the successors to be gone (unless
 // delete-ignore-successors), passes delete-without-uninstall down, and
 // deletes the sub-objects.
-func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	inst := s.inst
 	if inst.Annotations[lsv1alpha1.DeleteIgnoreSuccessorsAnnotation] != "true" {
 		succs, err := r.listByIndex(ctx, inst.Namespace, ImportsIndex, exportKeys(inst), inst.Name)
 		if err != nil {
-			return outcome{}, err
+			return "", err
 		}
 		var names []string
 		for _, sc := range succs {
@@ -1395,12 +1389,12 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 			}
 		}
 		if len(names) > 0 {
-			return wait("successors %s to be deleted first", strings.Join(names, ", "))
+			return "", waitf("successors %s to be deleted first", strings.Join(names, ", "))
 		}
 	}
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	objs := make([]client.Object, 0, len(subs)+1)
 	for _, sub := range subs {
@@ -1420,7 +1414,7 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 			// Being deleted already: the job's trace context goes with the
 			// job (TriggerDelete).
 			if err := patchAnnotations(ctx, r.Client, o, set); err != nil {
-				return outcome{}, err
+				return "", err
 			}
 			continue
 		}
@@ -1430,46 +1424,46 @@ func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) (outcome, er
 		// delete-without-uninstall (only while tracing is on).
 		gone, err := prepareDeletion(ctx, r.Client, o, set)
 		if err != nil {
-			return outcome{}, err
+			return "", err
 		}
 		if gone {
 			continue
 		}
 		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return outcome{}, fmt.Errorf("deleting %s: %w", o.GetName(), err)
+			return "", fmt.Errorf("deleting %s: %w", o.GetName(), err)
 		}
 	}
-	return next(lsv1alpha1.PhaseTriggerDelete)
+	return lsv1alpha1.PhaseTriggerDelete, nil
 }
 
 // phaseTriggerDelete hands the job to every remaining sub-object.
-func (r *Reconciler) phaseTriggerDelete(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseTriggerDelete(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	for _, sub := range subs {
 		if err := r.handOverInstallation(ctx, s, sub, s.inst.Status.JobID); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 	}
 	if exec != nil {
 		if err := r.handOverExecution(ctx, s, exec, s.inst.Status.JobID); err != nil {
-			return outcome{}, err
+			return "", err
 		}
 	}
-	return next(lsv1alpha1.PhaseDeleting)
+	return lsv1alpha1.PhaseDeleting, nil
 }
 
 // phaseDeleting waits for the sub-objects. All gone: the context objects go
 // and the finalizer is removed. All finished but some left: DeleteFailed. An
 // object never finishes before its sub-objects, so one failure among
 // unfinished sub-objects still waits.
-func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (outcome, error) {
+func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
 	inst := s.inst
 	subs, exec, err := r.subObjectsOf(ctx, s)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	job := inst.Status.JobID
 	var working []string
@@ -1491,17 +1485,18 @@ func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (outcome, erro
 	}
 	switch {
 	case len(working) > 0:
-		return wait("%s to be deleted", strings.Join(working, ", "))
+		return "", waitf("%s to be deleted", strings.Join(working, ", "))
 	case len(failed) > 0:
-		return outcome{}, fatalf(ReasonDeleteFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsDeleteFailedMessage(failed))
+		return "", jobEndsf(ReasonDeleteFailed, lsv1alpha1.ErrorForInfoOnly, "%s", subObjectsDeleteFailedMessage(failed))
 	}
 	if err := r.deleteContext(ctx, inst); err != nil {
-		return outcome{}, err
+		return "", err
 	}
 	if err := patchMeta(ctx, r.Client, inst, []string{lsv1alpha1.Finalizer}, nil); err != nil {
-		return outcome{}, client.IgnoreNotFound(err)
+		return "", client.IgnoreNotFound(err)
 	}
-	return outcome{gone: true}, nil
+	s.gone = true
+	return "", nil
 }
 
 // deleteContext deletes the DataObjects and Targets of the installation's

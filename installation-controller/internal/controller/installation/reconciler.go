@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,10 +40,12 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/jobs"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/unknownop"
 )
@@ -59,7 +60,7 @@ const FieldManager = "installation-controller"
 // emitted for outcomes and problems only, after the status write that makes
 // them: a job ending (Succeeded, Failed, DeleteFailed, Deleted), and an
 // error. A job's start has no event (its trace, logs and
-// terrace_jobs_started_total cover it). A fatal error emits its lastError reason (e.g. TemplateFailed,
+// terrace_jobs_started_total cover it). A job-ending (stalled) error emits its lastError reason (e.g. TemplateFailed,
 // ImportNotFound) as a Warning beside the Failed/DeleteFailed transition; a
 // normal error emits Retrying once per distinct error.
 const (
@@ -78,7 +79,7 @@ const (
 // nothing in particular (just started, or a wait is over).
 const ReasonProgressing = "Progressing"
 
-// lastError reasons of fatal errors.
+// lastError reasons of the errors that end a job.
 const (
 	ReasonBlueprintInvalid    = "BlueprintInvalid"
 	ReasonContextNotFound     = "ContextNotFound"
@@ -156,12 +157,12 @@ type Reconciler struct {
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
 	clock metrics.JobClock
-	// replaced remembers the resourceVersions of each installation that this
-	// controller's writes replaced (kit/stale): a reconcile that reads one of
-	// them from the cache is skipped (the watch event of the write, which has
-	// not arrived yet, triggers the next one), so a lagging cache never
-	// re-runs phases already written.
-	replaced stale.Versions
+	// ownWrites remembers the resourceVersions of each installation that
+	// this controller's own writes replaced (kit/stale): a reconcile that
+	// reads one of them from the cache is skipped (the watch event of the
+	// write, which has not arrived yet, triggers the next one), so a lagging
+	// cache never re-runs phases already written.
+	ownWrites stale.Versions
 	// unknownOps remembers the unknown operation annotation values already
 	// warned about (operations.go).
 	unknownOps unknownop.Tracker
@@ -288,16 +289,13 @@ func (r *Reconciler) requestsFor(ctx context.Context, ns, index string, keys []s
 
 // scope is the state of one reconcile.
 type scope struct {
-	inst   *lsv1alpha1.Installation
-	before *lsv1alpha1.Installation
-	// lock makes the status write conditional on the resourceVersion read
-	// (used when a job starts, so a stale cache can never start two).
-	lock bool
+	inst *lsv1alpha1.Installation
+	// patch writes the status this reconcile computed, once, at its end (a
+	// deletion job's start before anything is deleted), and records the
+	// resourceVersions its writes replaced in r.ownWrites.
+	patch *status.Patcher
 	// gone is set when the finalizer was removed: no status write.
 	gone bool
-	// skipWrite is set when an earlier status write of this reconcile
-	// failed: the installation moved on, nothing more is written.
-	skipWrite bool
 	// fresh holds the sub-objects this reconcile created or wrote, as the
 	// API server returned them: the cache may not show them yet when the
 	// next phase runs in the same reconcile ("Execution/<name>",
@@ -317,13 +315,6 @@ type scope struct {
 	// out: it hands them the deletion and waits as for handDeleted, but
 	// they are not created again.
 	orphansGoing []string
-	// written runs once the status this reconcile computed is stored (the
-	// write succeeded or was not needed): events and metrics of the
-	// transitions it holds, so a write that conflicts reports nothing.
-	written []func()
-	// afterStatus runs after a successful status write, e.g. removing the
-	// annotation that started the job, so that it is never lost.
-	afterStatus []func(context.Context) error
 	// beforeStatus runs right before the status write (the guarded metadata
 	// patch that consumes a root's reconcile annotation); when it fails,
 	// nothing more is written by this reconcile.
@@ -331,25 +322,11 @@ type scope struct {
 	// interrupted is set when an interrupt annotation reached a job in
 	// Init: phaseInit ends the job Failed (Interrupted).
 	interrupted bool
-	// replaced collects the resourceVersions of the installation that this
-	// reconcile's writes replaced (writeInst), oldest first.
-	replaced []string
 }
 
-// writeInst runs write, a write of the installation that updates s.inst from
-// its response, and records the resourceVersion it replaced (a write that
-// changed nothing keeps the version: nothing replaced).
-func (s *scope) writeInst(write func() error) error {
-	before := s.inst.ResourceVersion
-	err := write()
-	if s.inst.ResourceVersion != before {
-		s.replaced = append(s.replaced, before)
-	}
-	return err
-}
-
-// onWritten queues f until the status of this reconcile is stored.
-func (s *scope) onWritten(f func()) { s.written = append(s.written, f) }
+// track runs write, a write of the installation that updates s.inst from
+// its response, and records the resourceVersion it replaced.
+func (s *scope) track(write func() error) error { return s.patch.Track(s.inst, write) }
 
 // remember records a sub-object as this reconcile last wrote it.
 func (s *scope) remember(o client.Object) {
@@ -362,8 +339,6 @@ func (s *scope) remember(o client.Object) {
 	}
 	s.fresh[kind+"/"+o.GetName()] = o
 }
-
-type phaseFunc func(context.Context, *scope) (ctrl.Result, bool, error)
 
 // Reconcile runs the steps and writes the installation's status once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -378,7 +353,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.replaced.Stale(req.NamespacedName, inst.ResourceVersion) {
+	if r.ownWrites.Stale(req.NamespacedName, inst.ResourceVersion) {
 		logf.FromContext(ctx).V(1).Info("cache older than this controller's last write; waiting for its event", "resourceVersion", inst.ResourceVersion)
 		return ctrl.Result{}, nil
 	}
@@ -398,32 +373,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// or belongs to no job (reconcileTrace).
 	traced, job := reconcileTrace(inst)
 	ctx, span := tracing.StartReconcile(ctx, tracer(), Kind, traced, job)
-	s := &scope{inst: inst, before: inst.DeepCopy()}
-	defer func() { tracing.EndReconcile(span, string(s.inst.Status.Phase), retErr) }()
+	defer func() { tracing.EndReconcile(span, string(inst.Status.Phase), retErr) }()
 	log := logf.FromContext(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
 	ctx = logf.IntoContext(ctx, log)
-	defer func() {
-		err := r.patchStatus(ctx, s)
-		// What this reconcile's writes replaced, whether or not the last
-		// one succeeded.
-		r.replaced.Replaced(req.NamespacedName, s.replaced...)
-		if err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				// The installation moved on; its new version triggers us again.
-				log.V(1).Info("installation changed during reconcile", "error", err.Error())
-				res, retErr = ctrl.Result{RequeueAfter: time.Second}, nil
-				return
-			}
-			retErr = errors.Join(retErr, err)
-			return
+	patch, err := status.NewPatcher(r.Client, inst, status.FieldOwner(FieldManager), status.RecordWrites(&r.ownWrites))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{inst: inst, patch: patch}
+	defer func() { res, retErr = r.finish(ctx, s, res, retErr) }()
+	out, err := flow.Run(ctx, s,
+		r.ensureFinalizer,
+		r.handleInterrupt,
+		r.startJob,
+		r.runPhase,
+	)
+	return out.Ctrl(), err
+}
+
+// finish writes the status the steps computed and ends the reconcile: a
+// status write that lost a race is retried on the newer copy (its event
+// normally comes first); a gone installation is forgotten.
+func (r *Reconciler) finish(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
+	if werr := r.writeStatus(ctx, s); werr != nil {
+		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
+			// The installation moved on; its new version triggers us again.
+			logf.FromContext(ctx).V(1).Info("installation changed during reconcile", "error", werr.Error())
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
-		if s.gone {
-			r.forget(req.NamespacedName)
-			return
+		return res, errors.Join(err, werr)
+	}
+	if s.gone {
+		r.forget(key(s.inst))
+		return res, err
+	}
+	r.metrics.Phase(s.inst.Namespace, s.inst.Name, string(s.inst.Status.Phase))
+	return res, err
+}
+
+// writeStatus writes the status when it changed (a merge patch of the
+// changed fields, so fields this reconcile did not touch are never written),
+// right after beforeStatus; nothing after the finalizer went, nor after an
+// earlier write of this reconcile failed.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	if s.gone || s.patch.Failed() {
+		return nil
+	}
+	if f := s.beforeStatus; f != nil {
+		s.beforeStatus = nil
+		if err := f(ctx); err != nil {
+			s.patch.Skip()
+			return err
 		}
-		r.metrics.Phase(inst.Namespace, inst.Name, string(inst.Status.Phase))
-	}()
-	return r.doReconcile(ctx, s)
+	}
+	return s.patch.Patch(ctx, s.inst)
 }
 
 // deletionDone reports whether the deletion job of an installation being
@@ -443,85 +446,13 @@ func deletionDone(inst *lsv1alpha1.Installation) bool {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)
-	r.replaced.Forget(key)
+	r.ownWrites.Forget(key)
 	r.gone.forget(key)
 	r.waits.set(key, nil)
 	r.noticed.forget(key)
 	if r.Rechecks != nil {
 		r.Rechecks.Forget(key)
 	}
-}
-
-func (r *Reconciler) doReconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	steps := []phaseFunc{
-		r.ensureFinalizer,
-		r.handleInterrupt,
-		r.startJob,
-		r.runPhase,
-	}
-	for _, step := range steps {
-		res, stop, err := step(ctx, s)
-		if err != nil || stop || !res.IsZero() {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
-}
-
-// patchStatus writes the status when it changed (merge patch of the
-// difference, so fields this reconcile did not touch are never written).
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if s.gone || s.skipWrite {
-		return nil
-	}
-	if f := s.beforeStatus; f != nil {
-		s.beforeStatus = nil
-		if err := f(ctx); err != nil {
-			s.skipWrite = true
-			return err
-		}
-	}
-	if !equality.Semantic.DeepEqual(s.inst.Status, s.before.Status) {
-		// The base gets the metadata as this reconcile last wrote it
-		// (finalizer, annotations): the patch then holds only status, and the
-		// optimistic lock checks the latest resourceVersion we know.
-		base := s.before.DeepCopy()
-		base.ObjectMeta = *s.inst.ObjectMeta.DeepCopy()
-		var opts []client.MergeFromOption
-		if s.lock {
-			opts = append(opts, client.MergeFromWithOptimisticLock{})
-		}
-		err := s.writeInst(func() error {
-			return r.Client.Status().Patch(ctx, s.inst, client.MergeFromWithOptions(base, opts...), client.FieldOwner(FieldManager))
-		})
-		if err != nil {
-			return fmt.Errorf("writing installation status: %w", err)
-		}
-	}
-	for _, f := range s.written {
-		f()
-	}
-	for _, f := range s.afterStatus {
-		if err := f(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// flushStatus writes the status computed so far in the middle of a
-// reconcile (a job's start, guarded) and makes it the new base; after a
-// failure nothing more is written by this reconcile.
-func (r *Reconciler) flushStatus(ctx context.Context, s *scope) error {
-	err := r.patchStatus(ctx, s)
-	s.written, s.afterStatus = nil, nil
-	if err != nil {
-		s.skipWrite = true
-		return err
-	}
-	s.lock = false
-	s.before = s.inst.DeepCopy()
-	return nil
 }
 
 // startsNewJobNow reports whether this reconcile starts a new job that
@@ -532,47 +463,37 @@ func startsNewJobNow(inst *lsv1alpha1.Installation) bool {
 	return d.Action == jobs.StartNewJob && d.RemoveOperation
 }
 
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+// ensureFinalizer adds the finalizer to an installation not being deleted.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (flow.Result, error) {
 	if s.inst.DeletionTimestamp != nil || controllerutil.ContainsFinalizer(s.inst, lsv1alpha1.Finalizer) {
-		return ctrl.Result{}, false, nil
+		return flow.Continue(), nil
 	}
 	if startsNewJobNow(s.inst) {
 		// Added together with the annotation's removal, in the metadata
 		// patch right before the new job's first status write (startJob).
-		return ctrl.Result{}, false, nil
+		return flow.Continue(), nil
 	}
-	if err := s.writeInst(func() error {
+	return flow.Continue(), s.track(func() error {
 		return patchMeta(ctx, r.Client, s.inst, nil, []string{lsv1alpha1.Finalizer})
-	}); err != nil {
-		return ctrl.Result{}, true, err
-	}
-	return ctrl.Result{}, false, nil
+	})
 }
 
 // handleInterrupt moves an interrupt annotation from the installation to its
 // sub-installations and execution; the execution controller fails the
 // unfinished deploy items, so the whole tree finishes as usual.
-func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (flow.Result, error) {
 	if lsv1alpha1.Operation(s.inst.Annotations[lsv1alpha1.OperationAnnotation]) != lsv1alpha1.OperationInterrupt {
-		return ctrl.Result{}, false, nil
+		return flow.Continue(), nil
 	}
 	subs, exec, err := r.subObjects(ctx, s.inst)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return flow.Stop(), err
 	}
-	op := string(lsv1alpha1.OperationInterrupt)
-	for _, sub := range subs {
-		if err := patchAnnotations(ctx, r.Client, sub, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
-			return ctrl.Result{}, true, err
-		}
-	}
-	if exec != nil {
-		if err := patchAnnotations(ctx, r.Client, exec, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
-			return ctrl.Result{}, true, err
-		}
+	if err := r.passInterrupt(ctx, subs, exec); err != nil {
+		return flow.Stop(), err
 	}
 	removeAnnotation := func(ctx context.Context) error {
-		return s.writeInst(func() error {
+		return s.track(func() error {
 			return patchAnnotations(ctx, r.Client, s.inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
 		})
 	}
@@ -582,12 +503,31 @@ func (r *Reconciler) handleInterrupt(ctx context.Context, s *scope) (ctrl.Result
 		// never end; phaseInit ends it. The annotation goes only after
 		// that status is written, so the interrupt is never lost.
 		s.interrupted = true
-		s.afterStatus = append(s.afterStatus, removeAnnotation)
+		s.patch.AfterStored(removeAnnotation)
 	} else if err := removeAnnotation(ctx); err != nil {
-		return ctrl.Result{}, true, err
+		return flow.Stop(), err
 	}
 	r.Recorder.Eventf(s.inst, nil, "Normal", ReasonInterrupted, "Interrupt", "interrupt handed to %d sub-installation(s) and %d execution(s)", len(subs), btoi(exec != nil))
-	return ctrl.Result{}, false, nil
+	return flow.Continue(), nil
+}
+
+// passInterrupt annotates the sub-installations and the execution with the
+// interrupt.
+func (r *Reconciler) passInterrupt(ctx context.Context, subs []*lsv1alpha1.Installation, exec *lsv1alpha1.Execution) error {
+	op := string(lsv1alpha1.OperationInterrupt)
+	objs := make([]client.Object, 0, len(subs)+1)
+	for _, sub := range subs {
+		objs = append(objs, sub)
+	}
+	if exec != nil {
+		objs = append(objs, exec)
+	}
+	for _, o := range objs {
+		if err := patchAnnotations(ctx, r.Client, o, map[string]*string{lsv1alpha1.OperationAnnotation: &op}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func btoi(b bool) int {
@@ -598,37 +538,69 @@ func btoi(b bool) int {
 }
 
 // startJob applies the start rules (package jobs) and starts a job when they say so.
-func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
-	inst := s.inst
+func (r *Reconciler) startJob(ctx context.Context, s *scope) (flow.Result, error) {
+	d, err := r.decide(ctx, s.inst)
+	if err != nil {
+		return flow.Stop(), err
+	}
+	if res, err := r.prepareStart(ctx, s, d); err != nil || res.Stopped() {
+		return res, err
+	}
+	d, resumed := r.resumeLostStart(ctx, s.inst, d)
+	switch d.Action {
+	case jobs.Idle:
+		r.hintNewJobAfterFailure(s)
+		return flow.Stop(), nil
+	case jobs.Continue:
+		return flow.Continue(), nil
+	case jobs.StartNewJob:
+		s.inst.Status.JobID = newJobID(s.inst)
+	}
+	r.recordStart(ctx, s, d)
+	if d.Phase == lsv1alpha1.PhaseInit {
+		r.consumeWithFirstWrite(s, d, resumed)
+		return flow.Continue(), nil
+	}
+	return r.writeDeletionStart(ctx, s, d)
+}
+
+// decide applies the start rules to the installation as read.
+func (r *Reconciler) decide(ctx context.Context, inst *lsv1alpha1.Installation) (jobs.Decision, error) {
 	state := jobState(inst)
 	if state.Deleting && !state.Root {
 		// From the cache: see jobid.ParentGone.
 		gone, err := jobid.ParentGone(ctx, r.Client, inst)
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return jobs.Decision{}, err
 		}
 		state.ParentGone = gone
 	}
-	d := jobs.Decide(state)
+	return jobs.Decide(state), nil
+}
+
+// prepareStart writes what goes before a job's start: a root's trace context
+// and the removal of a reconcile annotation that starts no new job.
+func (r *Reconciler) prepareStart(ctx context.Context, s *scope, d jobs.Decision) (flow.Result, error) {
+	inst := s.inst
 	starting := d.Action == jobs.StartNewJob || d.Action == jobs.StartHandedJob
 	if starting && isRoot(inst) {
 		// The reconcile span is the root of the job's trace: every later
 		// reconcile of the job continues it from the annotation. Written
 		// before anything else of the job, so no reconcile of the job can
 		// miss it; a conflict means the cache was stale.
-		if err := s.writeInst(func() error { return r.writeOwnTraceContext(ctx, inst) }); err != nil {
+		if err := s.track(func() error { return r.writeOwnTraceContext(ctx, inst) }); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
-				return ctrl.Result{RequeueAfter: time.Second}, true, nil
+				return flow.Stop().RequeueAfter(time.Second), nil
 			}
-			return ctrl.Result{}, true, fmt.Errorf("writing the trace context: %w", err)
+			return flow.Stop(), fmt.Errorf("writing the trace context: %w", err)
 		}
 	}
 	if d.RemoveOperation && d.Action != jobs.StartNewJob {
-		if err := s.writeInst(func() error {
+		if err := s.track(func() error {
 			return patchAnnotations(ctx, r.Client, inst, map[string]*string{lsv1alpha1.OperationAnnotation: nil})
 		}); err != nil {
-			return ctrl.Result{}, true, err
+			return flow.Stop(), err
 		}
 	}
 	if d.IgnoredReconcile {
@@ -637,82 +609,86 @@ func (r *Reconciler) startJob(ctx context.Context, s *scope) (ctrl.Result, bool,
 	if d.Postponed && inst.Status.Phase != "" {
 		logf.FromContext(ctx).V(1).Info("reconcile annotation postponed until the running job finishes")
 	}
-	resumed := false
-	if d.Action == jobs.Idle && startLost(inst) {
-		// The reconcile annotation was consumed for this job, but its start
-		// never reached the status: resume it (same ID unless the spec
-		// changed since, sub-objects found done as far as they got).
-		d = jobs.Decision{Action: jobs.StartNewJob, Phase: lsv1alpha1.PhaseInit}
-		resumed = true
-		logf.FromContext(ctx).Info("resuming a job whose start was not written", "startedJobID", inst.Annotations[StartedJobAnnotation])
+	return flow.Continue(), nil
+}
+
+// resumeLostStart turns an idle decision into the start of a job whose
+// reconcile annotation was consumed but whose start never reached the
+// status (startLost): same ID unless the spec changed since, sub-objects
+// found done as far as they got.
+func (r *Reconciler) resumeLostStart(ctx context.Context, inst *lsv1alpha1.Installation, d jobs.Decision) (jobs.Decision, bool) {
+	if d.Action != jobs.Idle || !startLost(inst) {
+		return d, false
 	}
-	switch d.Action {
-	case jobs.Idle:
-		r.hintNewJobAfterFailure(s)
-		return ctrl.Result{}, true, nil
-	case jobs.Continue:
-		return ctrl.Result{}, false, nil
-	case jobs.StartNewJob:
-		inst.Status.JobID = newJobID(inst)
-	}
-	// Guarded: the status write that records the start carries the
-	// resourceVersion read, so a stale cache can never start a job twice.
-	s.lock = true
+	logf.FromContext(ctx).Info("resuming a job whose start was not written", "startedJobID", inst.Annotations[StartedJobAnnotation])
+	return jobs.Decision{Action: jobs.StartNewJob, Phase: lsv1alpha1.PhaseInit}, true
+}
+
+// recordStart sets the status of a job's start; its write is guarded: it
+// carries the resourceVersion read, so a stale cache can never start a job
+// twice.
+func (r *Reconciler) recordStart(ctx context.Context, s *scope, d jobs.Decision) {
+	inst := s.inst
+	s.patch.Guard()
 	trace.SpanFromContext(ctx).SetAttributes(tracing.AttrJobID.String(inst.Status.JobID))
 	inst.Status.Phase = d.Phase
 	inst.Status.ObservedGeneration = inst.Generation
 	inst.Status.LastError = nil
 	// Ready turns Unknown now (removed first, so its transition time is the
 	// job's start even if the previous job left it Unknown).
-	apimeta.RemoveStatusCondition(&inst.Status.Conditions, lsv1alpha1.ConditionReady)
-	r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing, fmt.Sprintf("job %s started", inst.Status.JobID))
+	apimeta.RemoveStatusCondition(&inst.Status.Conditions, status.ConditionReady)
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionUnknown, ReasonProgressing, fmt.Sprintf("job %s started", inst.Status.JobID))
 	r.Rechecks.Forget(key(inst))
 	job, started := inst.Status.JobID, r.Now()
-	s.onWritten(func() {
+	s.patch.OnStored(func() {
 		r.clock.Start(key(inst), job, started)
 		r.metrics.JobStarted()
 	})
-	if d.Phase == lsv1alpha1.PhaseInit {
-		// An install job's start goes out with the status write of the
-		// phases that run now (one write instead of two). Should that write
-		// conflict or never happen after sub-objects were created or handed
-		// the job, the next reconcile reads the same state, derives the same
-		// job ID (newJobID) and finds that work done already.
-		if (d.RemoveOperation || (resumed && inst.Annotations[StartedJobAnnotation] != inst.Status.JobID)) && isRoot(inst) {
-			// A root's reconcile annotation is consumed in one guarded
-			// metadata patch with the finalizer and the started-job record
-			// that keeps the request from being lost (startLost). It goes
-			// right before the status write, not before the phases: the
-			// execution's create and hand-over do not wait for it, and a
-			// reconcile repeated before it derives the same job. A resumed
-			// start whose spec changed since it was consumed runs under a
-			// new ID (newJobID): the record follows it, or the job would
-			// count as lost again once it ended.
-			job := inst.Status.JobID
-			s.beforeStatus = func(ctx context.Context) error {
-				return s.writeInst(func() error { return r.consumeAnnotation(ctx, s.inst, job) })
-			}
-		}
-		return ctrl.Result{}, false, nil
+}
+
+// consumeWithFirstWrite: an install job's start goes out with the status
+// write of the phases that run now (one write instead of two). Should that
+// write conflict or never happen after sub-objects were created or handed
+// the job, the next reconcile reads the same state, derives the same job ID
+// (newJobID) and finds that work done already.
+func (r *Reconciler) consumeWithFirstWrite(s *scope, d jobs.Decision, resumed bool) {
+	inst := s.inst
+	consume := d.RemoveOperation || (resumed && inst.Annotations[StartedJobAnnotation] != inst.Status.JobID)
+	if !consume || !isRoot(inst) {
+		return
 	}
-	// A deletion job's start is written now, guarded, before anything is
-	// deleted (it shows InitDelete first); a reconcile annotation that
-	// restarts a failed deletion is consumed only after that write, so the
-	// request is never lost.
-	if err := r.flushStatus(ctx, s); err != nil {
+	// A root's reconcile annotation is consumed in one guarded metadata
+	// patch with the finalizer and the started-job record that keeps the
+	// request from being lost (startLost). It goes right before the status
+	// write, not before the phases: the execution's create and hand-over do
+	// not wait for it, and a reconcile repeated before it derives the same
+	// job. A resumed start whose spec changed since it was consumed runs
+	// under a new ID (newJobID): the record follows it, or the job would
+	// count as lost again once it ended.
+	job := inst.Status.JobID
+	s.beforeStatus = func(ctx context.Context) error {
+		return s.track(func() error { return r.consumeAnnotation(ctx, s.inst, job) })
+	}
+}
+
+// writeDeletionStart writes a deletion job's start now, guarded, before
+// anything is deleted (it shows InitDelete first); a reconcile annotation
+// that restarts a failed deletion is consumed only after that write, so the
+// request is never lost. The phases run in this reconcile.
+func (r *Reconciler) writeDeletionStart(ctx context.Context, s *scope, d jobs.Decision) (flow.Result, error) {
+	if err := s.patch.Flush(ctx, s.inst); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			logf.FromContext(ctx).V(1).Info("installation changed before the job started", "error", err.Error())
-			return ctrl.Result{RequeueAfter: time.Second}, true, nil
+			return flow.Stop().RequeueAfter(time.Second), nil
 		}
-		return ctrl.Result{}, true, err
+		return flow.Stop(), err
 	}
 	if d.RemoveOperation {
-		if err := s.writeInst(func() error { return r.consumeAnnotation(ctx, inst, "") }); err != nil {
-			return ctrl.Result{}, true, err
+		if err := s.track(func() error { return r.consumeAnnotation(ctx, s.inst, "") }); err != nil {
+			return flow.Stop(), err
 		}
 	}
-	// The phases run in this reconcile.
-	return ctrl.Result{}, false, nil
+	return flow.Continue(), nil
 }
 
 // newJobID derives the ID of a new job from the state it starts from: the
@@ -786,11 +762,11 @@ func (r *Reconciler) consumeAnnotation(ctx context.Context, inst *lsv1alpha1.Ins
 	if len(meta) == 0 {
 		return nil
 	}
-	status := inst.Status.DeepCopy()
+	computed := inst.Status.DeepCopy()
 	err := r.Client.Patch(ctx, inst, mergePatch{"metadata": meta}, client.FieldOwner(FieldManager))
 	// The status stays as this reconcile computed it (the response holds the
 	// same, written just before).
-	inst.Status = *status
+	inst.Status = *computed
 	if err != nil {
 		return fmt.Errorf("removing the reconcile annotation of %s: %w", inst.Name, err)
 	}
@@ -801,43 +777,13 @@ func key(inst *lsv1alpha1.Installation) types.NamespacedName {
 	return types.NamespacedName{Namespace: inst.Namespace, Name: inst.Name}
 }
 
-// outcome is what a phase function decides.
-type outcome struct {
-	// next is the phase to move to; "" stays (wait).
-	next lsv1alpha1.Phase
-	// waitMsg says what the phase waits for (with next == "").
-	waitMsg string
-	// notice, with waitMsg, says a wait that may last (on someone else's
-	// object) once, when it starts (a Warning event and an info line); nil
-	// for the waits of a job's course (predecessors, sub-objects), which
-	// the Ready condition alone shows.
-	notice *waitNotice
-	// waitOn, with waitMsg, is the DataObject or Target whose events end
-	// the wait (nameWaits); nil when other watches cover it.
-	waitOn *waitedObject
-	// gone: the installation's finalizer was removed.
-	gone bool
-}
+// phaseFunc is one phase of the job: it returns the phase to move to, or a
+// flow error: Waiting (what it waits for: waitError), Stalled (the job ends
+// Failed or DeleteFailed), anything else is retried. phaseDeleting sets
+// s.gone instead of a next phase.
+type phaseFunc func(context.Context, *scope) (lsv1alpha1.Phase, error)
 
-// fatalError ends the job (Failed or DeleteFailed).
-type fatalError struct {
-	reason string
-	code   lsv1alpha1.ErrorCode
-	err    error
-}
-
-func (e *fatalError) Error() string { return e.err.Error() }
-func (e *fatalError) Unwrap() error { return e.err }
-
-func fatal(reason string, code lsv1alpha1.ErrorCode, err error) error {
-	return &fatalError{reason: reason, code: code, err: err}
-}
-
-func fatalf(reason string, code lsv1alpha1.ErrorCode, format string, args ...any) error {
-	return fatal(reason, code, fmt.Errorf(format, args...))
-}
-
-func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) func(context.Context, *scope) (outcome, error) {
+func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) phaseFunc {
 	switch p {
 	case lsv1alpha1.PhaseInit:
 		return r.phaseInit
@@ -859,13 +805,14 @@ func (r *Reconciler) phaseFunc(p lsv1alpha1.Phase) func(context.Context, *scope)
 	return nil
 }
 
-// runPhase runs the current phase of the running job once, in a span of its
-// own ("Installation.<Phase>"): the job is handed to sub-objects from there.
-func (r *Reconciler) runPhase(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+// runPhase runs the phases of the running job, each in a span of its own
+// ("Installation.<Phase>"), as long as the next may run in this reconcile
+// (chains): the job is handed to sub-objects from there.
+func (r *Reconciler) runPhase(ctx context.Context, s *scope) (flow.Result, error) {
 	for {
-		res, stop, again, err := r.runOnePhase(ctx, s)
+		res, again, err := r.runOnePhase(ctx, s)
 		if !again {
-			return res, stop, err
+			return res, err
 		}
 	}
 }
@@ -885,107 +832,143 @@ func chains(s *scope, p lsv1alpha1.Phase) bool {
 	return false
 }
 
-// runOnePhase runs the current phase; again says the next phase runs in
-// the same reconcile.
-func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bool, bool, error) {
-	inst := s.inst
-	log := logf.FromContext(ctx)
-	phase := inst.Status.Phase
+// runOnePhase runs the current phase and applies what it decided; again
+// says the next phase runs in the same reconcile.
+func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (flow.Result, bool, error) {
+	phase := s.inst.Status.Phase
 	fn := r.phaseFunc(phase)
 	if fn == nil {
-		return ctrl.Result{}, true, false, nil
+		return flow.Stop(), false, nil
 	}
+	next, err := r.runTraced(ctx, s, phase, fn)
+	switch {
+	case flow.IsStalled(err):
+		r.jobFailed(ctx, s, phase, err)
+		return flow.Stop(), false, nil
+	case flow.IsWaiting(err):
+		return r.phaseWaits(ctx, s, phase, waitOf(err)), false, nil
+	case err != nil:
+		r.phaseRetried(s, phase, err)
+		return flow.Stop(), false, err
+	case s.gone:
+		r.deleted(s)
+		return flow.Stop(), false, nil
+	}
+	return r.enter(ctx, s, phase, next)
+}
+
+// runTraced runs fn in the phase's span and records what it waits for.
+func (r *Reconciler) runTraced(ctx context.Context, s *scope, phase lsv1alpha1.Phase, fn phaseFunc) (lsv1alpha1.Phase, error) {
 	pctx, span := tracing.StartStep(ctx, tracer(), Kind, string(phase), tracing.AttrPhase.String(string(phase)))
-	out, err := fn(pctx, s)
-	var w *waiting
-	if errors.As(err, &w) {
-		// A wait met deep inside the phase: the phase waits (see waiting).
-		out, err = w.out, nil
-	}
+	next, err := fn(pctx, s)
+	w := waitOf(err)
 	// Recorded anew on every run of a phase, so the record goes with the
 	// wait.
-	r.waits.set(key(inst), out.waitOn)
-	if out.waitMsg != "" {
-		span.SetAttributes(AttrWaitingFor.String(out.waitMsg))
+	r.waits.set(key(s.inst), w.object())
+	spanErr := err
+	if w != nil {
+		span.SetAttributes(AttrWaitingFor.String(w.msg))
+		// A wait is no failure of the phase.
+		spanErr = nil
 	}
-	tracing.EndStep(span, err)
-	deleteFlow := jobs.IsDeletePhase(phase)
-	job := inst.Status.JobID
-	var fe *fatalError
-	switch {
-	case errors.As(err, &fe):
-		failed, transition := lsv1alpha1.PhaseFailed, ReasonFailed
-		if deleteFlow {
-			failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
-		}
-		log.Info("job failed", "reason", fe.reason, "error", fe.err.Error())
-		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
-		r.setLastError(inst, string(phase), fe.reason, fe.err.Error(), fe.code)
-		inst.Status.Phase = failed
-		inst.Status.JobIDFinished = job
-		r.setReady(inst, metav1.ConditionFalse, fe.reason, fe.err.Error())
-		msg := fe.err.Error()
-		s.onWritten(func() {
-			r.metrics.JobFinished(string(failed), took)
-			r.Recorder.Eventf(inst, nil, "Warning", fe.reason, string(phase), "%s", msg)
-			r.Recorder.Eventf(inst, nil, "Warning", transition, "Reconcile", "job %s ended %s in phase %s: %s", job, failed, phase, fe.reason)
+	tracing.EndStep(span, spanErr)
+	return next, err
+}
+
+// jobFailed ends the job Failed (DeleteFailed in the deletion flow) with
+// err's reason and code: retrying cannot help.
+func (r *Reconciler) jobFailed(ctx context.Context, s *scope, phase lsv1alpha1.Phase, err error) {
+	inst, job := s.inst, s.inst.Status.JobID
+	failed, transition := lsv1alpha1.PhaseFailed, ReasonFailed
+	if jobs.IsDeletePhase(phase) {
+		failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
+	}
+	reason, msg := flow.ReasonOf(err, ""), err.Error()
+	logf.FromContext(ctx).Info("job failed", "reason", reason, "error", msg)
+	took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
+	status.SetLastError(&inst.Status.LastError, r.Now(), string(phase), err, "")
+	inst.Status.Phase = failed
+	inst.Status.JobIDFinished = job
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionFalse, reason, msg)
+	s.patch.OnStored(func() {
+		r.metrics.JobFinished(string(failed), took)
+		r.Recorder.Eventf(inst, nil, "Warning", reason, string(phase), "%s", msg)
+		r.Recorder.Eventf(inst, nil, "Warning", transition, "Reconcile", "job %s ended %s in phase %s: %s", job, failed, phase, reason)
+	})
+	r.Rechecks.Forget(key(inst))
+}
+
+// phaseRetried records a transient error of the phase, which repeats; the
+// controller's rate limiter makes the intervals grow. The event says so
+// once per distinct error.
+func (r *Reconciler) phaseRetried(s *scope, phase lsv1alpha1.Phase, err error) {
+	inst := s.inst
+	if readyIsWaiting(inst) {
+		// The phase did not get to say whether it still waits: Ready must
+		// not show the wait as current next to the error. Should the retry
+		// wait again, its notice is not repeated (noticed).
+		status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionUnknown, ReasonProgressing,
+			fmt.Sprintf("job %s is running: phase %s meets an error and is retried (see lastError)", inst.Status.JobID, phase))
+	}
+	// Transient errors carry no lastError code.
+	if status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), ReasonTransient, err.Error()) {
+		msg := err.Error()
+		s.patch.OnStored(func() {
+			r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)
 		})
-		r.Rechecks.Forget(key(inst))
-		return ctrl.Result{}, true, false, nil
-	case err != nil:
-		// A normal error repeats the phase; the controller's rate limiter
-		// makes the intervals grow. The event says so once per distinct error.
-		if readyIsWaiting(inst) {
-			// The phase did not get to say whether it still waits: Ready
-			// must not show the wait as current next to the error. Should
-			// the retry wait again, its notice is not repeated (noticed).
-			r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing,
-				fmt.Sprintf("job %s is running: phase %s meets an error and is retried (see lastError)", job, phase))
-		}
-		if r.setLastError(inst, string(phase), ReasonTransient, err.Error(), "") {
-			msg := err.Error()
-			s.onWritten(func() {
-				r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)
-			})
-		}
-		return ctrl.Result{}, true, false, err
-	case out.gone:
-		s.gone = true
-		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
-		r.metrics.JobFinished(ReasonDeleted, took)
-		r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
-		return ctrl.Result{}, true, false, nil
-	case out.next == "" && r.wentMeanwhile(ctx, inst.Namespace, out.waitOn):
+	}
+}
+
+// deleted reports the end of a deletion job that removed the finalizer (no
+// status write follows).
+func (r *Reconciler) deleted(s *scope) {
+	inst, job := s.inst, s.inst.Status.JobID
+	took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
+	r.metrics.JobFinished(ReasonDeleted, took)
+	r.Recorder.Eventf(inst, nil, "Normal", ReasonDeleted, "Delete", "job %s deleted every sub-object; finalizer removed", job)
+}
+
+// phaseWaits records what the phase waits for and asks for a re-check, a
+// safety net for a missed event.
+func (r *Reconciler) phaseWaits(ctx context.Context, s *scope, phase lsv1alpha1.Phase, w *waitFor) flow.Result {
+	inst, job := s.inst, s.inst.Status.JobID
+	log := logf.FromContext(ctx)
+	if r.wentMeanwhile(ctx, inst.Namespace, w.on) {
 		// The object went between the phase's read and the record of the
 		// wait, whose wake-up it may have missed: the phase runs again at
 		// once instead of waiting for a re-check.
-		log.V(1).Info("what the phase would wait for is gone already; running it again", "for", out.waitMsg)
-		return ctrl.Result{RequeueAfter: time.Millisecond}, true, false, nil
-	case out.next == "":
-		delay := r.Rechecks.When(key(inst))
-		log.V(1).Info("waiting", "for", out.waitMsg, "recheckAfter", delay)
-		// Say what the job waits for (written only when it changes), so a
-		// stall is never silent.
-		msg := fmt.Sprintf("phase %s waits for %s", phase, out.waitMsg)
-		news := !readyIs(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
-		r.setReady(inst, metav1.ConditionUnknown, ReasonWaiting, msg)
-		if n := out.notice; n != nil && news && !r.noticed.is(key(inst), job, msg) {
-			// Once, when the wait starts (or changes), not on every
-			// reconcile: after the status write that shows it. Not again
-			// when Ready said something else meanwhile only because a
-			// retried error interrupted the same wait.
-			s.onWritten(func() {
-				r.noticed.set(key(inst), job, msg)
-				log.Info(n.logMsg, "reason", n.reason, "for", out.waitMsg)
-				r.Recorder.Eventf(inst, nil, "Warning", n.reason, string(phase), "%s", msg)
-			})
-		}
-		return ctrl.Result{RequeueAfter: delay}, true, false, nil
+		log.V(1).Info("what the phase would wait for is gone already; running it again", "for", w.msg)
+		return flow.Stop().RequeueAfter(time.Millisecond)
 	}
+	delay := r.Rechecks.When(key(inst))
+	log.V(1).Info("waiting", "for", w.msg, "recheckAfter", delay)
+	// Say what the job waits for (written only when it changes), so a
+	// stall is never silent.
+	msg := fmt.Sprintf("phase %s waits for %s", phase, w.msg)
+	news := !status.Has(inst.Status.Conditions, status.ConditionReady, metav1.ConditionUnknown, ReasonWaiting, msg)
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionUnknown, ReasonWaiting, msg)
+	if n := w.notice; n != nil && news && !r.noticed.is(key(inst), job, msg) {
+		// Once, when the wait starts (or changes), not on every
+		// reconcile: after the status write that shows it. Not again
+		// when Ready said something else meanwhile only because a
+		// retried error interrupted the same wait.
+		s.patch.OnStored(func() {
+			r.noticed.set(key(inst), job, msg)
+			log.Info(n.logMsg, "reason", n.reason, "for", w.msg)
+			r.Recorder.Eventf(inst, nil, "Warning", n.reason, string(phase), "%s", msg)
+		})
+	}
+	return flow.Stop().RequeueAfter(delay)
+}
+
+// enter moves the job from phase to next; again says next runs in this
+// reconcile.
+func (r *Reconciler) enter(ctx context.Context, s *scope, phase, next lsv1alpha1.Phase) (flow.Result, bool, error) {
+	inst, job := s.inst, s.inst.Status.JobID
 	r.Rechecks.Forget(key(inst))
-	log.V(1).Info("phase done", "next", out.next)
-	inst.Status.Phase = out.next
-	if readyIsWaiting(inst) && !out.next.IsFinal() {
+	logf.FromContext(ctx).V(1).Info("phase done", "next", next)
+	inst.Status.Phase = next
+	if readyIsWaiting(inst) && !next.IsFinal() {
 		// The wait is over: Ready said what the phase waited for (a name
 		// held by an object on its way out, successors, orphans), and the
 		// phase a status write shows next may say nothing of its own (one
@@ -993,82 +976,60 @@ func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (ctrl.Result, bo
 		// error to retry), so the message would outlive the wait. It goes
 		// with this transition's status write, which happens anyway (the
 		// phase changed): no request more. A final phase sets Ready below.
-		r.setReady(inst, metav1.ConditionUnknown, ReasonProgressing,
+		status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionUnknown, ReasonProgressing,
 			fmt.Sprintf("job %s is running: the wait in phase %s is over", job, phase))
 	}
-	if out.next == lsv1alpha1.PhaseSucceeded {
-		took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
-		inst.Status.JobIDFinished = job
-		inst.Status.LastError = nil
-		r.setReady(inst, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", job))
-		s.onWritten(func() {
-			r.metrics.JobFinished(string(lsv1alpha1.PhaseSucceeded), took)
-			r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", job)
-		})
-		return ctrl.Result{}, true, false, nil
+	if next == lsv1alpha1.PhaseSucceeded {
+		r.jobSucceeded(s)
+		return flow.Stop(), false, nil
 	}
-	if chains(s, out.next) {
-		return ctrl.Result{}, false, true, nil
+	if chains(s, next) {
+		return flow.Continue(), true, nil
 	}
 	// The status write triggers the next reconcile, which runs the phase.
-	return ctrl.Result{}, true, false, nil
+	return flow.Stop(), false, nil
 }
 
-func (r *Reconciler) setReady(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-		Type:               lsv1alpha1.ConditionReady,
-		Status:             status,
-		Reason:             reason,
-		Message:            readyMessage(msg),
-		ObservedGeneration: inst.Generation,
+// jobSucceeded ends the job Succeeded.
+func (r *Reconciler) jobSucceeded(s *scope) {
+	inst, job := s.inst, s.inst.Status.JobID
+	took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
+	inst.Status.JobIDFinished = job
+	inst.Status.LastError = nil
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("job %s succeeded", job))
+	s.patch.OnStored(func() {
+		r.metrics.JobFinished(string(lsv1alpha1.PhaseSucceeded), took)
+		r.Recorder.Eventf(inst, nil, "Normal", ReasonSucceeded, "Reconcile", "job %s succeeded", job)
 	})
 }
 
 // readyIsWaiting reports whether the Ready condition says that a phase
 // waits (reason Waiting).
 func readyIsWaiting(inst *lsv1alpha1.Installation) bool {
-	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
-	return c != nil && c.Reason == ReasonWaiting
+	return status.ReasonOf(inst.Status.Conditions, status.ConditionReady) == ReasonWaiting
 }
 
-// readyIs reports whether the Ready condition is what setReady would write.
-func readyIs(inst *lsv1alpha1.Installation, status metav1.ConditionStatus, reason, msg string) bool {
-	c := apimeta.FindStatusCondition(inst.Status.Conditions, lsv1alpha1.ConditionReady)
-	return c != nil && c.Status == status && c.Reason == reason && c.Message == readyMessage(msg)
+// jobEnds is a failure that ends the job (Failed, or DeleteFailed) although
+// the configuration may be right: a sub-object failed, an interrupt, a
+// deletion during the job. Stalled like a configuration problem (retrying
+// cannot help; a new job can), with its own lastError code.
+func jobEnds(reason string, code lsv1alpha1.ErrorCode, err error) *flow.Error {
+	return &flow.Error{Kind: flow.Stalled, Reason: reason, Err: err, Codes: []lsv1alpha1.ErrorCode{code}}
 }
 
-// readyMessage cuts a message to the length the Ready condition keeps.
-func readyMessage(msg string) string {
-	if len(msg) > 32768 {
-		return msg[:32768]
-	}
-	return msg
-}
-
-// setLastError records lastError and reports whether it changed.
-func (r *Reconciler) setLastError(inst *lsv1alpha1.Installation, op, reason, msg string, code lsv1alpha1.ErrorCode) bool {
-	now := metav1.NewTime(r.Now())
-	e := &lsv1alpha1.Error{Operation: op, Reason: reason, Message: msg, LastTransitionTime: now, LastUpdateTime: now}
-	if code != "" {
-		e.Codes = []lsv1alpha1.ErrorCode{code}
-	}
-	if prev := inst.Status.LastError; prev != nil && prev.Reason == reason && prev.Message == msg && prev.Operation == op {
-		// The same error again: keep the object unchanged (no write that
-		// changes nothing but a timestamp on every retry).
-		return false
-	}
-	inst.Status.LastError = e
-	return true
+// jobEndsf is jobEnds with a formatted message.
+func jobEndsf(reason string, code lsv1alpha1.ErrorCode, format string, args ...any) *flow.Error {
+	return jobEnds(reason, code, fmt.Errorf(format, args...))
 }
 
 // parseBlueprint reads the installation's inline blueprint.
 func parseBlueprint(inst *lsv1alpha1.Installation) (*blueprint.Blueprint, error) {
 	if inst.Spec.Blueprint.Inline == nil {
-		return nil, fatalf(ReasonBlueprintInvalid, lsv1alpha1.ErrorConfigurationProblem, "spec.blueprint.inline is missing: only inline blueprints are supported")
+		return nil, flow.Stalledf(ReasonBlueprintInvalid, "spec.blueprint.inline is missing: only inline blueprints are supported")
 	}
 	bp, err := blueprint.Parse(inst.Spec.Blueprint.Inline.Filesystem)
 	if err != nil {
-		return nil, fatal(ReasonBlueprintInvalid, lsv1alpha1.ErrorConfigurationProblem, fmt.Errorf("blueprint: %w", err))
+		return nil, flow.StalledError(ReasonBlueprintInvalid, fmt.Errorf("blueprint: %w", err))
 	}
 	return bp, nil
 }

@@ -2,6 +2,7 @@ package installation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 )
 
 // ReasonExportNameTaken: a Warning event when a job starts to wait for a
@@ -27,17 +29,55 @@ type waitNotice struct{ reason, logMsg string }
 // nameTakenNotice is the notice of a wait for a name (nameTaken).
 var nameTakenNotice = &waitNotice{reason: ReasonExportNameTaken, logMsg: "job waits for a DataObject or Target name to be free"}
 
-// waiting is what a step deep inside a phase returns when the phase must
-// wait, say a write whose name is held by an object on its way out
-// (nameTaken). It is no error: it travels up as one only so that the phase
-// stops at it, and runOnePhase turns it into the phase's wait outcome (Ready
-// reason Waiting, re-checks as a safety net). As an error it would be
-// retried with the controller's back-off (doubling up to about 16 minutes
-// apart), logged as a "Reconciler error" on every retry, and shown only as a
-// TransientError.
-type waiting struct{ out outcome }
+// waitFor is what a phase waits for: it travels up from wherever the wait
+// is met (a phase's own check, or a write deep inside it whose name is held
+// by an object on its way out: nameTaken) as a flow.Waiting error, so that
+// the phase stops at it, and runOnePhase turns it into the phase's wait
+// (Ready reason Waiting, re-checks as a safety net). It is no failure: as a
+// plain error it would be retried with the controller's back-off (doubling
+// up to about 16 minutes apart), logged as a "Reconciler error" on every
+// retry, and shown only as a TransientError.
+type waitFor struct {
+	// msg says what the phase waits for.
+	msg string
+	// notice says a wait that may last (on someone else's object) once,
+	// when it starts (a Warning event and an info line); nil for the waits
+	// of a job's course (predecessors, sub-objects), which the Ready
+	// condition alone shows.
+	notice *waitNotice
+	// on is the DataObject or Target whose events end the wait
+	// (nameWaits); nil when other watches cover it.
+	on *waitedObject
+}
 
-func (w *waiting) Error() string { return "waiting for " + w.out.waitMsg }
+func (w *waitFor) Error() string { return "waiting for " + w.msg }
+
+// object is what the wait is on, nil for none (or no wait).
+func (w *waitFor) object() *waitedObject {
+	if w == nil {
+		return nil
+	}
+	return w.on
+}
+
+// waitError makes w the error that stops the phase.
+func waitError(w *waitFor) error {
+	return &flow.Error{Kind: flow.Waiting, Reason: ReasonWaiting, Err: w}
+}
+
+// waitf is the wait of a phase for what the message names.
+func waitf(format string, args ...any) error {
+	return waitError(&waitFor{msg: fmt.Sprintf(format, args...)})
+}
+
+// waitOf is the wait err carries, nil for none.
+func waitOf(err error) *waitFor {
+	var w *waitFor
+	if flow.IsWaiting(err) && errors.As(err, &w) {
+		return w
+	}
+	return nil
+}
 
 // waitedObject is a DataObject or Target a waiting job needs gone: its
 // events wake the installation (nameWaits).
@@ -65,12 +105,12 @@ func (o *waitedObject) newObject() client.Object {
 // DataObject or Target, kind) on its way out (why): the name is free once
 // obj is gone, and the write goes through then.
 func nameTaken(w contextWrite, kind string, obj client.Object, why string) error {
-	return &waiting{out: outcome{
-		waitMsg: fmt.Sprintf("%s %s/%s to go (%s); %s is written once it is gone",
+	return waitError(&waitFor{
+		msg: fmt.Sprintf("%s %s/%s to go (%s); %s is written once it is gone",
 			kind, obj.GetNamespace(), obj.GetName(), why, w.what),
 		notice: nameTakenNotice,
-		waitOn: &waitedObject{kind: kind, name: obj.GetName(), uid: obj.GetUID()},
-	}}
+		on:     &waitedObject{kind: kind, name: obj.GetName(), uid: obj.GetUID()},
+	})
 }
 
 // nameWaits remembers which installation's job waits for which DataObject
