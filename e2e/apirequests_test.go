@@ -31,7 +31,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
-// maxRequestsPerRootInstallation is the budget of issue 9: every API request
+// maxRequestsPerRootInstallation is Terrace's request budget: every API request
 // every Terrace process sends for one root installation with one mock item,
 // from its create until the processes are quiet again after Succeeded.
 const maxRequestsPerRootInstallation = 25

@@ -191,7 +191,7 @@ func (e *Environment) Kill(ctx context.Context, component string) {
 		Should(BeTrue(), "%s (pid %d) still runs after SIGKILL", component, pid)
 }
 
-// processGone reports whether pid no longer runs (gone or a zombie).
+// processGone reports whether pid has ended (gone or a zombie).
 func processGone(pid int) bool {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -254,7 +254,7 @@ func (e *Environment) logTail(lines int) string {
 	return b.String()
 }
 
-// isGone reports whether obj no longer exists.
+// isGone reports whether obj is gone from the API server.
 func (e *Environment) isGone(ctx context.Context, obj client.Object) (bool, error) {
 	err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {

@@ -632,7 +632,7 @@ func TestApplyOmit(t *testing.T) {
 	}
 
 	// The next reconcile clears lastError: the apply leaves it out, and the
-	// server drops it, as the owner no longer sends it.
+	// server drops it, as its owner leaves it out.
 	obj = get(t, exec)
 	p = newPatcher()
 	obj.Status.LastError = nil

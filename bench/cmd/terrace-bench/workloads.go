@@ -52,7 +52,7 @@ const (
 	wClaims = "claims"
 	// wCrowded is roots again, in a namespace that already holds many
 	// Succeeded installations: the time per installation must not grow with
-	// the number already there (issue 9).
+	// the number already there (one of Terrace's performance targets).
 	wCrowded = "crowded"
 )
 
@@ -61,7 +61,8 @@ const (
 // without the heap and watch load the larger workloads leave behind.
 var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims}
 
-// defaultSizes are the sizes of issue 9; roots runs once per size.
+// defaultSizes are the sizes Terrace's performance targets name; roots runs
+// once per size.
 var defaultSizes = map[string][]int{
 	wSingle: {20},
 	wTree:   {3}, // depth (fan-out is 3)
