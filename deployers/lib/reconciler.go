@@ -308,7 +308,7 @@ func (s *scope) only(res reconcile.Result) {
 	s.hookResult, s.result = nil, res
 }
 
-// forget drops what the deployer keeps about an item it no longer serves.
+// forget drops what the deployer keeps about an item it does not serve (any more).
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.metrics.Forget(key.Namespace, key.Name)
 	r.clock.Forget(key)

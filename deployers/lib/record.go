@@ -36,7 +36,7 @@ const recordAttempts = 3
 // jobIDFinished) while the deployer applied. Dropping the job's outcome is
 // right (the next reconcile decides it from the current item), but the
 // deployer's side effects on the target already happened: if their record
-// were dropped too, a reconcile of an item that is no longer in a job (or an
+// were dropped too, a reconcile of an item that is not in a job any more (or an
 // abort, or the deletion) would never record them, and deleting the item
 // would leave them on the target. The next reconcile is not relied upon: the
 // record is written now.

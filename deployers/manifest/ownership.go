@@ -185,7 +185,7 @@ func (d *deployer) writeFallback(ctx context.Context, c *clusterClient, field st
 // handOver hands the fields the deployer's field manager owns in cur as an
 // Update manager — what its Create (policies fallback and immutable) or a
 // merge patch set — to its Apply manager, so that a later forced apply
-// removes those the manifest no longer lists, as for every applied object.
+// removes those the manifest does not list any more, as for every applied object.
 // Nothing to hand over costs nothing; otherwise one write, conditional on
 // cur's resourceVersion (csaupgrade's patch carries it): changed reports that
 // cur was changed or deleted since it was read, and the caller reads it
