@@ -1,4 +1,3 @@
-// Package cmdutil holds the flags the deployer binaries share beside kit/app's.
 package cmdutil
 
 import (

@@ -1,4 +1,3 @@
-// Package testutil holds helpers shared by the deployers' envtest tests.
 package testutil
 
 import (

@@ -1,0 +1,2 @@
+// Package cmdutil holds the flags the deployer binaries share beside kit/app's.
+package cmdutil

@@ -1,0 +1,2 @@
+// Package testutil holds helpers shared by the deployers' envtest tests.
+package testutil
