@@ -5,7 +5,7 @@
 //   - A Patcher snapshots the object when the reconcile starts; Patch sends
 //     only the status fields that changed since (a merge patch, or a
 //     server-side apply of the status as a whole) and no request at all
-//     when nothing changed.
+//     when nothing changed. Each write is the base of the next.
 //   - Every write of the object that goes through a Patcher (the status,
 //     and metadata writes wrapped in Track) records the resourceVersion it
 //     replaced in the reconciler's stale.Versions, so that a later reconcile
