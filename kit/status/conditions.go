@@ -60,8 +60,12 @@ func ReasonOf(conds []metav1.Condition, typ string) string {
 
 // ReadyFromError sets Ready for a reconcile that ended with err, by the
 // taxonomy of package flow: a stalled or transient error makes Ready False,
-// a wait makes it Unknown; the reason is err's own, or fallback.
+// a wait makes it Unknown; the reason is err's own, or fallback. A nil err
+// changes nothing.
 func ReadyFromError(conds *[]metav1.Condition, generation int64, err error, fallback string) bool {
+	if err == nil {
+		return false
+	}
 	status := metav1.ConditionFalse
 	if flow.IsWaiting(err) {
 		status = metav1.ConditionUnknown
