@@ -4,7 +4,6 @@ go 1.26.0
 
 replace (
 	github.com/terrace-dev/terrace/apis => ../apis
-	github.com/terrace-dev/terrace/deployers => ../deployers
 	github.com/terrace-dev/terrace/kit => ../kit
 )
 
@@ -12,7 +11,6 @@ require (
 	github.com/onsi/gomega v1.44.0
 	github.com/spf13/pflag v1.0.10
 	github.com/terrace-dev/terrace/apis v0.0.0-00010101000000-000000000000
-	github.com/terrace-dev/terrace/deployers v0.0.0-00010101000000-000000000000
 	github.com/terrace-dev/terrace/kit v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.44.0
 	go.opentelemetry.io/otel/sdk v1.44.0

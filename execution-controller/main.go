@@ -8,17 +8,17 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 )
 
 func main() {
-	opts := controllers.DefaultOptions()
+	opts := controller.DefaultOptions()
 	app.Main("execution-controller", app.Setup{
 		BindFlags: opts.BindFlags,
 		Register: func(ctx context.Context, mgr ctrl.Manager, _ manager.Options) error {
-			return controllers.AddToManager(ctx, mgr, opts)
+			return controller.AddToManager(ctx, mgr, opts)
 		},
 	})
 }

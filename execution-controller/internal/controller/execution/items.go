@@ -28,7 +28,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
 	"github.com/terrace-dev/terrace/execution-controller/internal/owner"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"

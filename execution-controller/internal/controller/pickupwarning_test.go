@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"testing"
@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
@@ -37,7 +37,7 @@ func pickupWarnings(g Gomega, ns, name string) []eventsv1.Event {
 func TestItemNotPickedUpIsWarnedOnceBeforeItsPickupTimeout(t *testing.T) {
 	ns := newNamespace(t)
 	const pickup = 8 * time.Second
-	startManager(t, ns, testOptions(func(o *controllers.Options) {
+	startManager(t, ns, testOptions(func(o *controller.Options) {
 		o.Timeouts = timeouts.Config{Pickup: timeout.After(pickup), PickupWarning: timeout.After(time.Second),
 			Progressing: timeout.Disabled(), Abort: timeout.Disabled()}
 	}))

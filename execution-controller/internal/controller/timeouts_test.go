@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"testing"
@@ -9,16 +9,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
 // noDeployerType has no deployer in the tests.
 const noDeployerType = "example.com/nobody"
 
-func shortTimeouts(pickup, progressing, abort timeouts.Timeout) func(*controllers.Options) {
-	return func(o *controllers.Options) {
+func shortTimeouts(pickup, progressing, abort timeouts.Timeout) func(*controller.Options) {
+	return func(o *controller.Options) {
 		o.Timeouts = timeouts.Config{Pickup: pickup, Progressing: progressing, Abort: abort}
 	}
 }

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -26,9 +26,8 @@ import (
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/mock"
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
@@ -36,7 +35,7 @@ import (
 )
 
 // One API server for the package; every test gets its own namespace and its
-// own manager (execution controller + mock deployer) watching only it.
+// own manager (execution controller + the test deployer of mock items) watching only it.
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
@@ -90,24 +89,24 @@ func (r *running) stop() {
 	})
 }
 
-// startManager runs the execution controller (with opts) and the mock
+// startManager runs the execution controller (with opts) and the test
 // deployer against the test API server, restricted to namespace ns. It stops
 // when the test ends (or earlier via the returned stop).
-func startManager(t testing.TB, ns string, opts controllers.Options) *running {
+func startManager(t testing.TB, ns string, opts controller.Options) *running {
 	t.Helper()
 	return startManagerWith(t, ns, opts, nil)
 }
 
 // startManagerWith is startManager with the manager's rest config passed
 // through wrap first (e.g. to count its requests), when wrap is not nil.
-func startManagerWith(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config)) *running {
+func startManagerWith(t testing.TB, ns string, opts controller.Options, wrap func(*rest.Config)) *running {
 	t.Helper()
 	return startManagerLoggingTo(t, ns, opts, wrap, nil)
 }
 
 // startManagerLogging is startManager with the manager's log (info and
 // errors: what a deployment logs by default) collected for the test.
-func startManagerLogging(t testing.TB, ns string, opts controllers.Options) (*running, *testlog.Buffer) {
+func startManagerLogging(t testing.TB, ns string, opts controller.Options) (*running, *testlog.Buffer) {
 	t.Helper()
 	logs := &testlog.Buffer{}
 	return startManagerLoggingTo(t, ns, opts, nil, logs), logs
@@ -115,7 +114,7 @@ func startManagerLogging(t testing.TB, ns string, opts controllers.Options) (*ru
 
 // startManagerLoggingTo is startManagerWith with the manager's log written
 // to logs, when logs is not nil.
-func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wrap func(*rest.Config), logs *testlog.Buffer) *running {
+func startManagerLoggingTo(t testing.TB, ns string, opts controller.Options, wrap func(*rest.Config), logs *testlog.Buffer) *running {
 	t.Helper()
 	ctrlCfg := manager.Options{Concurrency: 4}.ControllerConfig()
 	// Several managers run in one process over the tests' lifetime.
@@ -142,14 +141,12 @@ func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wr
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.AddToManager(ctx, mgr, opts); err != nil {
+	if err := controller.AddToManager(ctx, mgr, opts); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	// The mock deployer runs its own item informer, which the manager's
-	// namespace-restricted cache does not reach: restrict it too, so a test
-	// only ever sees its own deploy items.
-	if err := mock.AddToManager(mgr, mock.Options{Namespaces: []string{ns}}); err != nil {
+	// The tests play the deployer of mock items themselves.
+	if err := addTestDeployer(mgr); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
@@ -165,8 +162,8 @@ func startManagerLoggingTo(t testing.TB, ns string, opts controllers.Options, wr
 }
 
 // testOptions are the defaults with the given timeouts overridden.
-func testOptions(mod ...func(*controllers.Options)) controllers.Options {
-	o := controllers.DefaultOptions()
+func testOptions(mod ...func(*controller.Options)) controller.Options {
+	o := controller.DefaultOptions()
 	for _, m := range mod {
 		m(&o)
 	}

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // to Succeeded, with the execution controller and the mock deployer in one
 // process against the test API server:
 //
-//	go test ./controllers/ -run '^$' -bench Execution50 -benchtime 3x
+//	go test ./internal/controller/ -run '^$' -bench Execution50 -benchtime 3x
 func BenchmarkExecution50(b *testing.B) {
 	for _, shape := range []string{"chain", "parallel"} {
 		b.Run(shape, func(b *testing.B) {

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"encoding/json"
@@ -17,8 +17,8 @@ import (
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/testlog"
 )
@@ -226,7 +226,7 @@ func expectNameTaken(g Gomega, exec *lsv1alpha1.Execution, name string) {
 // "app" through the index of item names).
 func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	ns := newNamespace(t)
-	_, logs := startManagerLogging(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	_, logs := startManagerLogging(t, ns, testOptions(func(o *controller.Options) { o.NameRecheck = time.Hour }))
 	g := NewWithT(t)
 
 	earlier := goingNamesake(g, ns, "again-a", "again", "0b7e4c1e-3333-4222-8333-444455556666")
@@ -267,7 +267,7 @@ func TestNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 // running meanwhile would fail it. The hand-over after the wait stamps it.
 func TestNamesakeWaitLeavesNoStampedItemBehind(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	startManager(t, ns, testOptions(func(o *controller.Options) { o.NameRecheck = time.Hour }))
 	g := NewWithT(t)
 
 	namesake := goingNamesake(g, ns, "wait-taken", "wait", "0b7e4c1e-5555-4222-8333-444455556666")
@@ -385,7 +385,7 @@ func goingDataObject(g Gomega, ns, name, kind, owner, uid string) *lsv1alpha1.Da
 // written anew and the job succeeds.
 func TestExportsNamesakeWaitIsNoErrorAndItsDeletionWakesTheJob(t *testing.T) {
 	ns := newNamespace(t)
-	_, logs := startManagerLogging(t, ns, testOptions(func(o *controllers.Options) { o.NameRecheck = time.Hour }))
+	_, logs := startManagerLogging(t, ns, testOptions(func(o *controller.Options) { o.NameRecheck = time.Hour }))
 	g := NewWithT(t)
 
 	earlier := goingDataObject(g, ns, "again-exports", "Execution", "again", "0b7e4c1e-6666-4222-8333-444455556666")

@@ -22,7 +22,7 @@ import (
 const Kind = "Execution"
 
 // TracerName names the tracer of this package.
-const TracerName = "github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+const TracerName = "github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 
 // tracer is looked up on every reconcile rather than once: the global
 // provider may be installed (or replaced, in tests) after the controller was

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 )
 
 var ctx = context.Background()
@@ -636,7 +636,7 @@ func TestOwnedExecutionWhoseOwnerIsGoneDeletesItself(t *testing.T) {
 // (Options.OwnerRecheck), then runs its own deletion job.
 func TestWaitingExecutionNoticesItsOwnerWentWithoutHandingOver(t *testing.T) {
 	ns := newNamespace(t)
-	startManager(t, ns, testOptions(func(o *controllers.Options) { o.OwnerRecheck = 200 * time.Millisecond }))
+	startManager(t, ns, testOptions(func(o *controller.Options) { o.OwnerRecheck = 200 * time.Millisecond }))
 	g := NewWithT(t)
 
 	exec := ownedExecution(g, ns, "waiting", mockItem("a", mockv1alpha1.ProviderConfiguration{}))

@@ -1,8 +1,8 @@
-// Package controllers wires the execution controller's reconcilers into a
+// Package controller wires the execution controller's reconcilers into a
 // manager: the Execution reconciler (package execution) and the DeployItem
 // timeouts reconciler (package timeouts). The binary and the tests both
 // register them through AddToManager, so tests run exactly what ships.
-package controllers
+package controller
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 )
 
 // FieldManager is the server-side apply field manager of every write the

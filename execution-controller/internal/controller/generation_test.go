@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"net/http"
@@ -17,7 +17,7 @@ import (
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 )
 
 // handJob hands job to exec as its installation would: status.jobID,

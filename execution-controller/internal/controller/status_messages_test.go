@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/execution"
-	"github.com/terrace-dev/terrace/execution-controller/controllers/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
+	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
