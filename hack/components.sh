@@ -6,8 +6,8 @@
 TERRACE_COMPONENTS=(
   "installation-controller installation-controller ./..."
   "execution-controller execution-controller ./..."
-  "manifest-deployer deployers ./lib/...;./manifest/...;./cmd/manifest-deployer/..."
-  "mock-deployer deployers ./lib/...;./mock/...;./cmd/mock-deployer/..."
+  "manifest-deployer deployers ./lib/...;./internal/manifest/...;./cmd/manifest-deployer/..."
+  "mock-deployer deployers ./lib/...;./internal/mock/...;./cmd/mock-deployer/..."
   "dt-binder dt-binder ./..."
   "sandbox-provisioner sandbox-provisioner ./..."
   "spacerequest-stub spacerequest-stub ./..."

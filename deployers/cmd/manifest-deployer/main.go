@@ -1,6 +1,6 @@
 // Command manifest-deployer applies DeployItems of type
 // landscaper.gardener.cloud/kubernetes-manifest to the cluster of their Target
-// (see package deployers/manifest).
+// (see package deployers/internal/manifest).
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/terrace-dev/terrace/deployers/internal/cmdutil"
-	"github.com/terrace-dev/terrace/deployers/manifest"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 )

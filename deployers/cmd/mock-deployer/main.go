@@ -1,5 +1,5 @@
 // Command mock-deployer finishes DeployItems of type landscaper.gardener.cloud/mock
-// in the phase their configuration names (see package deployers/mock).
+// in the phase their configuration names (see package deployers/internal/mock).
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/terrace-dev/terrace/deployers/internal/cmdutil"
-	"github.com/terrace-dev/terrace/deployers/mock"
+	"github.com/terrace-dev/terrace/deployers/internal/mock"
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 )

@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
-	"github.com/terrace-dev/terrace/deployers/manifest"
 )
 
 // TestReferenceWithoutNamespace: a readiness check or an export naming an

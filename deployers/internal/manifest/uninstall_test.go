@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/manifest"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
 )
 

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
-	"github.com/terrace-dev/terrace/deployers/manifest"
 )
 
 // TestInterruptDuringApplyKeepsTheRecord: the execution controller's

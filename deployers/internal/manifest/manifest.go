@@ -94,7 +94,7 @@ func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { re
 // the library's "DeployItem.Apply" / "DeployItem.Delete":
 // "DeployItem.ApplyManifests", "DeployItem.DeleteManifests",
 // "DeployItem.CheckReadiness".
-const TracerName = "github.com/terrace-dev/terrace/deployers/manifest"
+const TracerName = "github.com/terrace-dev/terrace/deployers/internal/manifest"
 
 // tracer is looked up per call, as the global provider may be installed
 // after the deployer was built.

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/manifest"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 )
 
 // targetProxy stands between the deployer and the test API server for the

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
-	"github.com/terrace-dev/terrace/deployers/manifest"
 )
 
 func managedBy(g *WithT, ns, name string) func() string {

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/mock"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
-	"github.com/terrace-dev/terrace/deployers/mock"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )

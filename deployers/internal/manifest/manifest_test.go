@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
-	"github.com/terrace-dev/terrace/deployers/manifest"
 	"github.com/terrace-dev/terrace/kit/testenv"
 )
 
@@ -146,7 +146,7 @@ func configMap(g *WithT, ns, name string) func() map[string]string {
 func TestSeedDeployItem(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	raw, err := os.ReadFile("../../examples/seeds/001-deployitem.yaml")
+	raw, err := os.ReadFile("../../../examples/seeds/001-deployitem.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	di := &lsv1alpha1.DeployItem{}
 	g.Expect(yaml.UnmarshalStrict(raw, di)).To(Succeed())

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
-	"github.com/terrace-dev/terrace/deployers/manifest"
 )
 
 // An export whose source object does not exist yet (a Secret an operator
