@@ -19,7 +19,7 @@ import (
 const (
 	// executionItemMessageBytes is the execution controller's bound on the
 	// item message it quotes (maxCauseLength in
-	// execution-controller/controllers/execution/causes.go); it cuts the
+	// execution-controller/internal/controller/execution/causes.go); it cuts the
 	// middle of a longer one, so the deployer's way out is its end.
 	executionItemMessageBytes = 512
 	// executionItemCauseBytes is the longest end of an execution's

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/status"
 )
 
 // ReasonExportNameTaken: a Warning event when a job starts to wait for a
@@ -199,4 +203,37 @@ func (n *noticedWaits) forget(inst types.NamespacedName) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.by, inst)
+}
+
+// phaseWaits records what the phase waits for and asks for a re-check, a
+// safety net for a missed event.
+func (r *Reconciler) phaseWaits(ctx context.Context, s *scope, phase lsv1alpha1.Phase, w *waitFor) flow.Result {
+	inst, job := s.inst, s.inst.Status.JobID
+	log := logf.FromContext(ctx)
+	if r.wentMeanwhile(ctx, inst.Namespace, w.on) {
+		// The object went between the phase's read and the record of the
+		// wait, whose wake-up it may have missed: the phase runs again at
+		// once instead of waiting for a re-check.
+		log.V(1).Info("what the phase would wait for is gone already; running it again", "for", w.msg)
+		return flow.Stop().RequeueAfter(time.Millisecond)
+	}
+	delay := r.Rechecks.When(key(inst))
+	log.V(1).Info("waiting", "for", w.msg, "recheckAfter", delay)
+	// Say what the job waits for (written only when it changes), so a
+	// stall is never silent.
+	msg := fmt.Sprintf("phase %s waits for %s", phase, w.msg)
+	news := !status.Has(inst.Status.Conditions, status.ConditionReady, metav1.ConditionUnknown, ReasonWaiting, msg)
+	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionUnknown, ReasonWaiting, msg)
+	if n := w.notice; n != nil && news && !r.noticed.is(key(inst), job, msg) {
+		// Once, when the wait starts (or changes), not on every
+		// reconcile: after the status write that shows it. Not again
+		// when Ready said something else meanwhile only because a
+		// retried error interrupted the same wait.
+		s.patch.OnStored(func() {
+			r.noticed.set(key(inst), job, msg)
+			log.Info(n.logMsg, "reason", n.reason, "for", w.msg)
+			r.Recorder.Eventf(inst, nil, "Warning", n.reason, string(phase), "%s", msg)
+		})
+	}
+	return flow.Stop().RequeueAfter(delay)
 }

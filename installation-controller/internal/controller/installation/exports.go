@@ -1,0 +1,223 @@
+package installation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/kit/flow"
+)
+
+// computeExports renders the blueprint's export executions, applies the
+// export data mappings and validates the result.
+func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) (map[string]any, error) {
+	values, err := r.exportValues(ctx, inst, im)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// Completing may run right after the execution was seen finished:
+			// its exports DataObject (another informer) may not be cached yet.
+			return nil, waitf("the execution's exports to appear: %v", err)
+		}
+		return nil, err
+	}
+	exports, err := bp.RenderExports(values)
+	if err != nil {
+		return nil, templateFailure(err)
+	}
+	if len(inst.Spec.ExportDataMappings) > 0 {
+		exprs, err := expressions(inst.Spec.ExportDataMappings)
+		if err != nil {
+			return nil, flow.StalledError(ReasonDataMappingFailed, err)
+		}
+		mapped, err := mapping.Evaluate(exprs, mapping.ExportsVar, exports)
+		if err != nil {
+			return nil, flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err))
+		}
+		for k, v := range mapped {
+			exports[k] = v
+		}
+	}
+	if err := bp.ValidateExports(exports); err != nil {
+		return nil, flow.StalledError(ReasonExportInvalid, err)
+	}
+	return exports, nil
+}
+
+// exportValues builds what export executions see: .imports and .values
+// (.values.deployitems from the execution's export DataObject,
+// .values.dataobjects and .values.targets from the installation's context,
+// where its sub-installations wrote their exports).
+func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) (map[string]any, error) {
+	items, err := r.executionExports(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	dataobjects, targets, err := r.contextValues(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"imports":      im.values,
+		"context":      im.configurations,
+		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
+		"values":       map[string]any{"deployitems": items, "dataobjects": dataobjects, "targets": targets},
+	}, nil
+}
+
+// executionExports reads the exports of the installation's execution (per
+// deploy item), empty without an execution or exports. A NotFound error
+// says the exports DataObject is not there yet.
+func (r *Reconciler) executionExports(ctx context.Context, inst *lsv1alpha1.Installation) (map[string]any, error) {
+	items := map[string]any{}
+	ref := inst.Status.ExecutionReference
+	if ref == nil {
+		return items, nil
+	}
+	exec := &lsv1alpha1.Execution{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone in Completing: an error to retry, not the wait for
+			// exports not cached yet that NotFound means to the caller.
+			return nil, fmt.Errorf("execution %s not found", ref.Name)
+		}
+		return nil, fmt.Errorf("reading execution %s: %w", ref.Name, err)
+	}
+	er := exec.Status.ExportReference
+	if er == nil {
+		return items, nil
+	}
+	ns := er.Namespace
+	if ns == "" {
+		ns = inst.Namespace
+	}
+	do := &lsv1alpha1.DataObject{}
+	// Written right before the execution's status that woke this
+	// reconcile, on another watch: read live when the cache does not
+	// show it yet (no event of it would wake this installation).
+	if err := r.getImport(ctx, fromCache, client.ObjectKey{Namespace: ns, Name: er.Name}, do); err != nil {
+		return nil, fmt.Errorf("reading the execution's exports %s: %w", er.Name, err)
+	}
+	v, err := decodeJSON(do.Data.RawMessage)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := v.(map[string]any); ok {
+		items = m
+	}
+	return items, nil
+}
+
+// contextValues reads the installation's context, where its
+// sub-installations wrote their exports: DataObjects and Targets by key.
+func (r *Reconciler) contextValues(ctx context.Context, inst *lsv1alpha1.Installation) (map[string]any, map[string]any, error) {
+	// The sub-installations write their exports into this installation's
+	// context right before the status writes that wake it, on other
+	// watches: with sub-installations the context is listed from the API
+	// server, or a lagging cache would export a missing or old value.
+	contextReader := client.Reader(r.Client)
+	if len(inst.Status.InstallationReferences) > 0 {
+		contextReader = r.APIReader
+	}
+	inContext := []client.ListOption{client.InNamespace(inst.Namespace), client.MatchingLabels{ContextLabel: labelValue(inst.Name)}}
+	dataobjects := map[string]any{}
+	dos := &lsv1alpha1.DataObjectList{}
+	if err := contextReader.List(ctx, dos, inContext...); err != nil {
+		return nil, nil, fmt.Errorf("listing context data objects: %w", err)
+	}
+	for i := range dos.Items {
+		v, err := decodeJSON(dos.Items[i].Data.RawMessage)
+		if err != nil {
+			return nil, nil, err
+		}
+		dataobjects[dos.Items[i].Annotations[KeyAnnotation]] = v
+	}
+	targets := map[string]any{}
+	ts := &lsv1alpha1.TargetList{}
+	if err := contextReader.List(ctx, ts, inContext...); err != nil {
+		return nil, nil, fmt.Errorf("listing context targets: %w", err)
+	}
+	for i := range ts.Items {
+		targets[ts.Items[i].Annotations[KeyAnnotation]] = targetValue(&ts.Items[i])
+	}
+	return dataobjects, targets, nil
+}
+
+// writeExports writes spec.exports: data as DataObjects, targets as Targets,
+// in the parent's context (verbatim names for root installations).
+func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installation, exports map[string]any) error {
+	scope := parentName(inst)
+	for _, d := range inst.Spec.Exports.Data {
+		v, ok := exports[d.Name]
+		if !ok {
+			return flow.Stalledf(ReasonExportInvalid, "export %q: the blueprint's export executions and the exportDataMappings produce no such value (they produce: %s)", d.Name, strings.Join(sortedKeys(exports), ", "))
+		}
+		w := contextWrite{scope: scope, ref: d.DataRef, what: dataExportWhat(d), invalid: ReasonExportInvalid}
+		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
+			return err
+		}
+	}
+	for _, t := range inst.Spec.Exports.Targets {
+		v, ok := exports[t.Name]
+		if !ok {
+			return flow.Stalledf(ReasonExportInvalid, "target export %q: no such export value", t.Name)
+		}
+		spec, err := targetSpecOf(v)
+		if err != nil {
+			return flow.StalledError(ReasonExportInvalid, fmt.Errorf("target export %q: %w", t.Name, err))
+		}
+		w := contextWrite{scope: scope, ref: t.Target, what: targetExportWhat(t), invalid: ReasonExportInvalid}
+		if err := r.writeTarget(ctx, inst, w, spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataExportWhat and targetExportWhat name an export in messages.
+func dataExportWhat(d lsv1alpha1.DataExport) string {
+	return fmt.Sprintf("export %q (dataRef %q)", d.Name, d.DataRef)
+}
+
+func targetExportWhat(t lsv1alpha1.TargetExport) string {
+	return fmt.Sprintf("target export %q (target %q)", t.Name, t.Target)
+}
+
+// targetSpecOf accepts a Target ({spec: {...}}) or a bare spec ({type, config}).
+func targetSpecOf(v any) (lsv1alpha1.TargetSpec, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return lsv1alpha1.TargetSpec{}, fmt.Errorf("must be a mapping with type and config, got %T", v)
+	}
+	if spec, ok := m["spec"].(map[string]any); ok {
+		m = spec
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return lsv1alpha1.TargetSpec{}, err
+	}
+	var spec lsv1alpha1.TargetSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return lsv1alpha1.TargetSpec{}, err
+	}
+	if spec.Type == "" {
+		return lsv1alpha1.TargetSpec{}, fmt.Errorf("has no type")
+	}
+	return spec, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

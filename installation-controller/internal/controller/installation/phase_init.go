@@ -1,0 +1,124 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/kit/flow"
+)
+
+// parseBlueprint reads the installation's inline blueprint.
+func parseBlueprint(inst *lsv1alpha1.Installation) (*blueprint.Blueprint, error) {
+	if inst.Spec.Blueprint.Inline == nil {
+		return nil, flow.Stalledf(ReasonBlueprintInvalid, "spec.blueprint.inline is missing: only inline blueprints are supported")
+	}
+	bp, err := blueprint.Parse(inst.Spec.Blueprint.Inline.Filesystem)
+	if err != nil {
+		return nil, flow.StalledError(ReasonBlueprintInvalid, fmt.Errorf("blueprint: %w", err))
+	}
+	return bp, nil
+}
+
+// phaseInit reads the blueprint and imports, checks the predecessors, and
+// templates and creates the sub-objects; orphaned sub-installations are
+// marked and deleted (their deletion runs in CleanupOrphaned).
+func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase, error) {
+	inst := s.inst
+	if inst.DeletionTimestamp != nil {
+		// Deleted since the job started (Init runs again after each wait,
+		// say for predecessors): the deletion job follows and deletes
+		// whatever Init would create or update now, so nothing is written.
+		return "", initWhileDeleting(r.deletionFollows(ctx, inst))
+	}
+	bp, err := parseBlueprint(inst)
+	if err != nil {
+		return "", err
+	}
+	if err := r.awaitPredecessors(ctx, s); err != nil {
+		return "", err
+	}
+	im, err := r.resolveImports(ctx, inst, bp, fromAPIServer)
+	if err != nil {
+		return "", err
+	}
+	inst.Status.ImportsHash = im.hash
+	items, templates, err := render(inst, bp, im)
+	if err != nil {
+		return "", err
+	}
+	if err := r.syncExecution(ctx, s, items); err != nil {
+		return "", err
+	}
+	if err := r.syncSubInstallations(ctx, s, bp, templates); err != nil {
+		return "", err
+	}
+	if err := r.syncContextCopies(ctx, s, im, len(templates) > 0); err != nil {
+		return "", err
+	}
+	if len(s.handDeleted) > 0 || len(s.orphansGoing) > 0 {
+		return "", waitf("%s", goneWaitMessage(s.handDeleted, s.orphansGoing))
+	}
+	return lsv1alpha1.PhaseCleanupOrphaned, nil
+}
+
+// awaitPredecessors waits while a predecessor has not finished the job, and
+// ends the job when one failed, or when an interrupt reached it in Init.
+func (r *Reconciler) awaitPredecessors(ctx context.Context, s *scope) error {
+	msg, err := r.checkPredecessors(ctx, s.inst)
+	switch {
+	case s.interrupted:
+		return interruptedInInit(msg, err)
+	case err != nil:
+		return err
+	case msg != "":
+		return waitf("%s", msg)
+	}
+	return nil
+}
+
+// render renders the blueprint with the imports: the execution's deploy
+// items and the sub-installations' templates.
+func render(inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
+	values := map[string]any{
+		"imports":      im.values,
+		"context":      im.configurations,
+		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
+	}
+	items, err := bp.DeployItems(values, im.targetNames)
+	if err != nil {
+		return nil, nil, templateFailure(err)
+	}
+	templates, err := bp.SubinstallationTemplates(values)
+	if err != nil {
+		return nil, nil, templateFailure(err)
+	}
+	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames()); err != nil {
+		return nil, nil, templateFailure(err)
+	}
+	return items, templates, nil
+}
+
+// goneWaitMessage says what Init waits for when sub-objects it handed their
+// deletion are on their way out: those deleted by hand are created again
+// once gone; orphans (deleted by this job's Init before it waited for
+// something else) are not.
+func goneWaitMessage(handDeleted, orphans []string) string {
+	var parts []string
+	if len(handDeleted) > 0 {
+		parts = append(parts, strings.Join(handDeleted, ", ")+", deleted by hand, to be gone before they are created again")
+	}
+	if len(orphans) > 0 {
+		parts = append(parts, strings.Join(orphans, ", ")+", deleted and no longer rendered by the blueprint, to be gone (they are not created again)")
+	}
+	return strings.Join(parts, "; and ")
+}
+
+// templateFailure ends the job: a template that does not render fails the
+// same way on every retry. The message (from package tmpl) names the
+// execution, the file and line, and quotes the offending snippet.
+func templateFailure(err error) error {
+	return flow.StalledError(ReasonTemplateFailed, err)
+}
