@@ -70,28 +70,7 @@ func (r *Reconciler) keepRecord(ctx context.Context, s *scope, want installed) s
 		if cur.UID != s.orig.UID {
 			return "" // another item of the same name: not what was applied for
 		}
-		obj := cur.DeepCopy()
-		var write, foreign []string
-		if psChanged {
-			switch {
-			case equality.Semantic.DeepEqual(cur.Status.ProviderStatus, want.providerStatus):
-			case equality.Semantic.DeepEqual(cur.Status.ProviderStatus, read.providerStatus):
-				obj.Status.ProviderStatus = want.providerStatus.DeepCopy()
-				write = append(write, "providerStatus")
-			default:
-				foreign = append(foreign, "providerStatus")
-			}
-		}
-		if exChanged {
-			switch {
-			case equality.Semantic.DeepEqual(cur.Status.ExportReference, want.exportRef):
-			case equality.Semantic.DeepEqual(cur.Status.ExportReference, read.exportRef):
-				obj.Status.ExportReference = want.exportRef.DeepCopy()
-				write = append(write, "exportRef")
-			default:
-				foreign = append(foreign, "exportRef")
-			}
-		}
+		obj, write, foreign := swapRecord(cur, read, want, psChanged, exChanged)
 		if len(foreign) > 0 {
 			log.Error(nil, "record of what is installed changed by another writer while reconciling; not overwriting it",
 				"fields", foreign, "resourceVersion", cur.ResourceVersion)
@@ -116,4 +95,33 @@ func (r *Reconciler) keepRecord(ctx context.Context, s *scope, want installed) s
 	}
 	log.Error(nil, "record of what is installed not kept: the deploy item kept changing", "attempts", recordAttempts)
 	return ""
+}
+
+// swapRecord is cur with the record fields set to want where this reconcile
+// changed them (psChanged, exChanged) and cur still holds the value read
+// (compare-and-swap per field). write names the fields to write; foreign
+// those another writer changed meanwhile, which stay.
+func swapRecord(cur *lsv1alpha1.DeployItem, read, want installed, psChanged, exChanged bool) (obj *lsv1alpha1.DeployItem, write, foreign []string) {
+	obj = cur.DeepCopy()
+	if psChanged {
+		switch {
+		case equality.Semantic.DeepEqual(cur.Status.ProviderStatus, want.providerStatus):
+		case equality.Semantic.DeepEqual(cur.Status.ProviderStatus, read.providerStatus):
+			obj.Status.ProviderStatus = want.providerStatus.DeepCopy()
+			write = append(write, "providerStatus")
+		default:
+			foreign = append(foreign, "providerStatus")
+		}
+	}
+	if exChanged {
+		switch {
+		case equality.Semantic.DeepEqual(cur.Status.ExportReference, want.exportRef):
+		case equality.Semantic.DeepEqual(cur.Status.ExportReference, read.exportRef):
+			obj.Status.ExportReference = want.exportRef.DeepCopy()
+			write = append(write, "exportRef")
+		default:
+			foreign = append(foreign, "exportRef")
+		}
+	}
+	return obj, write, foreign
 }

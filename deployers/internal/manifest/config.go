@@ -38,6 +38,37 @@ func strictDecode(raw []byte, into any) error {
 // parseConfig decodes spec.config strictly; every problem is a configuration
 // error naming the field.
 func parseConfig(di *lsv1alpha1.DeployItem) (*config, error) {
+	cfg, err := decodeConfig(di)
+	if err != nil {
+		return nil, err
+	}
+	switch cfg.spec.UpdateStrategy {
+	case "", manifestv1alpha2.UpdateStrategyUpdate, manifestv1alpha2.UpdateStrategyPatch:
+	default:
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.updateStrategy: %q is not one of update, patch", cfg.spec.UpdateStrategy)
+	}
+	seen := map[string]string{}
+	for i, m := range cfg.spec.Manifests {
+		e, err := parseManifest(cfg.version, i, m)
+		if err != nil {
+			return nil, err
+		}
+		key := e.obj.GroupVersionKind().GroupKind().String() + " " + e.obj.GetNamespace() + "/" + e.obj.GetName()
+		if prev, ok := seen[key]; ok {
+			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: %s is already defined in %s", e.field, key, prev)
+		}
+		seen[key] = e.field
+		cfg.objects = append(cfg.objects, e)
+	}
+	if cr := cfg.spec.ContinuousReconcile; cr != nil && cr.Every != nil && cr.Every.Duration <= 0 {
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: %s must be positive", cr.Every.Duration)
+	}
+	return cfg, nil
+}
+
+// decodeConfig decodes spec.config in its apiVersion, normalised to v1alpha2
+// (a v1alpha1 manifest has policy manage).
+func decodeConfig(di *lsv1alpha1.DeployItem) (*config, error) {
 	if di.Spec.Config == nil || len(di.Spec.Config.Raw) == 0 {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config: a manifest deploy item needs a ProviderConfiguration")
 	}
@@ -71,47 +102,36 @@ func parseConfig(di *lsv1alpha1.DeployItem) (*config, error) {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.apiVersion: %q is not %s or %s",
 			tm.APIVersion, manifestv1alpha1.SchemeGroupVersion, manifestv1alpha2.SchemeGroupVersion)
 	}
-	switch cfg.spec.UpdateStrategy {
-	case "", manifestv1alpha2.UpdateStrategyUpdate, manifestv1alpha2.UpdateStrategyPatch:
-	default:
-		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.updateStrategy: %q is not one of update, patch", cfg.spec.UpdateStrategy)
-	}
-	seen := map[string]string{}
-	for i, m := range cfg.spec.Manifests {
-		field := fmt.Sprintf("spec.config.manifests[%d]", i)
-		policy := m.Policy
-		switch policy {
-		case "":
-			policy = manifestv1alpha2.ManagePolicy
-		case manifestv1alpha2.ManagePolicy, manifestv1alpha2.FallbackPolicy, manifestv1alpha2.KeepPolicy,
-			manifestv1alpha2.IgnorePolicy, manifestv1alpha2.ImmutablePolicy:
-		default:
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s.policy: %q is not one of manage, fallback, keep, ignore, immutable", field, policy)
-		}
-		if cfg.version == manifestv1alpha2.SchemeGroupVersion.String() {
-			field += ".manifest"
-		}
-		if m.Manifest == nil || len(m.Manifest.Raw) == 0 {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: the manifest is empty", field)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(m.Manifest.Raw); err != nil {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: not a Kubernetes object: %v", field, err)
-		}
-		if obj.GetName() == "" {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s.metadata.name: must be set", field)
-		}
-		key := obj.GroupVersionKind().GroupKind().String() + " " + obj.GetNamespace() + "/" + obj.GetName()
-		if prev, ok := seen[key]; ok {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: %s is already defined in %s", field, key, prev)
-		}
-		seen[key] = field
-		cfg.objects = append(cfg.objects, manifestEntry{field: field, policy: policy, obj: obj})
-	}
-	if cr := cfg.spec.ContinuousReconcile; cr != nil && cr.Every != nil && cr.Every.Duration <= 0 {
-		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: %s must be positive", cr.Every.Duration)
-	}
 	return cfg, nil
+}
+
+// parseManifest checks the i-th manifest of a configuration of version and
+// decodes its object.
+func parseManifest(version string, i int, m manifestv1alpha2.Manifest) (manifestEntry, error) {
+	field := fmt.Sprintf("spec.config.manifests[%d]", i)
+	policy := m.Policy
+	switch policy {
+	case "":
+		policy = manifestv1alpha2.ManagePolicy
+	case manifestv1alpha2.ManagePolicy, manifestv1alpha2.FallbackPolicy, manifestv1alpha2.KeepPolicy,
+		manifestv1alpha2.IgnorePolicy, manifestv1alpha2.ImmutablePolicy:
+	default:
+		return manifestEntry{}, lib.ConfigError(lib.ReasonInvalidConfig, "%s.policy: %q is not one of manage, fallback, keep, ignore, immutable", field, policy)
+	}
+	if version == manifestv1alpha2.SchemeGroupVersion.String() {
+		field += ".manifest"
+	}
+	if m.Manifest == nil || len(m.Manifest.Raw) == 0 {
+		return manifestEntry{}, lib.ConfigError(lib.ReasonInvalidConfig, "%s: the manifest is empty", field)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(m.Manifest.Raw); err != nil {
+		return manifestEntry{}, lib.ConfigError(lib.ReasonInvalidConfig, "%s: not a Kubernetes object: %v", field, err)
+	}
+	if obj.GetName() == "" {
+		return manifestEntry{}, lib.ConfigError(lib.ReasonInvalidConfig, "%s.metadata.name: must be set", field)
+	}
+	return manifestEntry{field: field, policy: policy, obj: obj}, nil
 }
 
 // previousResources reads the managed resources recorded in the provider status.
