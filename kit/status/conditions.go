@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -75,7 +76,7 @@ func ReadyFromError(conds *[]metav1.Condition, generation int64, err error, fall
 
 // SetLastError records a failure of operation in *le, the Landscaper
 // lastError, and reports whether it changed. The same failure again (same
-// operation, reason and message) changes nothing, so that a retry does not
+// operation, reason, message and codes) changes nothing, so that a retry does not
 // write a new timestamp every time. Reason and codes come from err (package
 // flow's taxonomy), else fallback and ERR_INTERNAL_PROBLEM.
 func SetLastError(le **lsv1alpha1.Error, now time.Time, operation string, err error, fallback string) bool {
@@ -85,7 +86,7 @@ func SetLastError(le **lsv1alpha1.Error, now time.Time, operation string, err er
 // SetLastErrorFields is SetLastError from its fields.
 func SetLastErrorFields(le **lsv1alpha1.Error, now time.Time, operation, reason, message string, codes ...lsv1alpha1.ErrorCode) bool {
 	message = text.Shorten(message, MaxMessage)
-	if prev := *le; prev != nil && prev.Operation == operation && prev.Reason == reason && prev.Message == message {
+	if prev := *le; prev != nil && prev.Operation == operation && prev.Reason == reason && prev.Message == message && slices.Equal(prev.Codes, codes) {
 		return false
 	}
 	t := metav1.NewTime(now)
