@@ -178,6 +178,19 @@ func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	}
 }
 
+// update changes installation ns/name with mutate, read anew and retried
+// while the controller's writes make it conflict.
+func update(g Gomega, ns, name string, mutate func(*lsv1alpha1.Installation)) {
+	g.Eventually(func() error {
+		inst, err := getInst(ns, name)()
+		if err != nil {
+			return err
+		}
+		mutate(inst)
+		return env.Client.Update(context.Background(), inst)
+	}, timeout, interval).Should(Succeed())
+}
+
 // setHold adds (hold) or removes holdFinalizer on the object of key, which
 // keeps it from going while the test holds it.
 func setHold(g Gomega, obj client.Object, hold bool) {
@@ -286,15 +299,18 @@ func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 
 	// Job 2 fails in Init while the deletion runs.
 	good := root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"]
-	root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = "subinstallations: {not: a list"
-	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
+	update(g, ns, "root", func(i *lsv1alpha1.Installation) {
+		i.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = "subinstallations: {not: a list"
+	})
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed), HaveField("Status.JobID", second)))
 
-	// Job 3 waits for the deletion of job 2 to end.
-	root, _ = getInst(ns, "root")()
-	root.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = good
-	root.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
-	g.Expect(env.Client.Update(ctx, root)).To(Succeed())
+	// Job 3 waits for the deletion of job 2 to end. (The failed job's
+	// status is followed by the hint that a new spec needs the annotation:
+	// the edit is retried on the newer copy.)
+	update(g, ns, "root", func(i *lsv1alpha1.Installation) {
+		i.Spec.Blueprint.Inline.Filesystem["blueprint.yaml"] = good
+		i.Annotations = map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationReconcile)}
+	})
 	want := fmt.Sprintf("phase Init waits for sub-installation root-one to finish job %s, which it is running (phase Deleting), before it is handed this one", second)
 	g.Eventually(func() (string, error) {
 		if o, err := getInst(ns, "root-one")(); err == nil && o.Status.JobID != second {

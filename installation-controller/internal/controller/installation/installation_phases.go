@@ -46,8 +46,8 @@ func (r *Reconciler) phaseOf(p lsv1alpha1.Phase) phaseFunc {
 // (chains): the job is handed to sub-objects from there.
 func (r *Reconciler) runPhase(ctx context.Context, s *scope) (flow.Result, error) {
 	for {
-		res, again, err := r.runOnePhase(ctx, s)
-		if !again {
+		res, err := r.runOnePhase(ctx, s)
+		if err != nil || res.Stopped() {
 			return res, err
 		}
 	}
@@ -68,29 +68,29 @@ func chains(s *scope, p lsv1alpha1.Phase) bool {
 	return false
 }
 
-// runOnePhase runs the current phase and applies what it decided; again
-// says the next phase runs in the same reconcile.
-func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (flow.Result, bool, error) {
+// runOnePhase runs the current phase and applies what it decided; it
+// continues when the next phase runs in the same reconcile.
+func (r *Reconciler) runOnePhase(ctx context.Context, s *scope) (flow.Result, error) {
 	phase := s.inst.Status.Phase
 	fn := r.phaseOf(phase)
 	if fn == nil {
-		return flow.Stop(), false, nil
+		return flow.Stop(), nil
 	}
 	next, err := r.runTraced(ctx, s, phase, fn)
 	switch {
 	case flow.IsStalled(err):
 		r.jobFailed(ctx, s, phase, err)
-		return flow.Stop(), false, nil
+		return flow.Stop(), nil
 	case flow.IsWaiting(err):
-		return r.phaseWaits(ctx, s, phase, waitOf(err)), false, nil
+		return r.phaseWaits(ctx, s, phase, waitOf(err)), nil
 	case err != nil:
 		r.phaseRetried(s, phase, err)
-		return flow.Stop(), false, err
+		return flow.Stop(), err
 	case s.gone:
 		r.deleted(s)
-		return flow.Stop(), false, nil
+		return flow.Stop(), nil
 	}
-	return r.enter(ctx, s, phase, next)
+	return r.enter(ctx, s, phase, next), nil
 }
 
 // runTraced runs fn in the phase's span and records what it waits for.
@@ -111,9 +111,9 @@ func (r *Reconciler) runTraced(ctx context.Context, s *scope, phase lsv1alpha1.P
 	return next, err
 }
 
-// enter moves the job from phase to next; again says next runs in this
-// reconcile.
-func (r *Reconciler) enter(ctx context.Context, s *scope, phase, next lsv1alpha1.Phase) (flow.Result, bool, error) {
+// enter moves the job from phase to next; it continues when next runs in
+// this reconcile.
+func (r *Reconciler) enter(ctx context.Context, s *scope, phase, next lsv1alpha1.Phase) flow.Result {
 	inst, job := s.inst, s.inst.Status.JobID
 	r.Rechecks.Forget(key(inst))
 	logf.FromContext(ctx).V(1).Info("phase done", "next", next)
@@ -131,11 +131,11 @@ func (r *Reconciler) enter(ctx context.Context, s *scope, phase, next lsv1alpha1
 	}
 	if next == lsv1alpha1.PhaseSucceeded {
 		r.jobSucceeded(s)
-		return flow.Stop(), false, nil
+		return flow.Stop()
 	}
 	if chains(s, next) {
-		return flow.Continue(), true, nil
+		return flow.Continue()
 	}
 	// The status write triggers the next reconcile, which runs the phase.
-	return flow.Stop(), false, nil
+	return flow.Stop()
 }
