@@ -28,8 +28,8 @@ func pickupWarnings(g Gomega, ns, name string) []eventsv1.Event {
 }
 
 // TestItemNotPickedUpIsWarnedOnceBeforeItsPickupTimeout: an item of a type
-// no deployer serves (the mock type with a typo) used to show nothing until
-// the pickup timeout failed it. After the pickup warning it gets one Warning
+// no deployer serves (the mock type with a typo) does not wait silently until
+// the pickup timeout fails it. After the pickup warning it gets one Warning
 // WaitingForPickup naming its type and when it will fail, and so does its
 // execution, before the pickup timeout, and no more on later reconciles; the
 // pickup timeout still fails it with the seed's message. An item picked up

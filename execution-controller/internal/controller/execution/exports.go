@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
+	"github.com/terrace-dev/terrace/kit/flow"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -21,20 +22,29 @@ import (
 // exported value (JSON or YAML).
 const ExportSecretKey = "export"
 
-// exportProblem is an export that retrying cannot read: the job fails with it.
-type exportProblem struct{ error }
-
-func (e exportProblem) Unwrap() error { return e.error }
-
 // gatherExports collects the exports of the items (the Secrets their
 // status.exportRef names) into one DataObject, {<item name>: <value>}, and
 // points status.exportRef at it. Items without exportRef contribute nothing;
 // when no item exports anything (and no earlier job did), there is no
 // DataObject and no status.exportRef.
 func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
+	data, err := r.readExports(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 && s.exec.Status.ExportReference == nil {
+		// Nothing exported, and no earlier job's exports to clear: no
+		// DataObject (and no request).
+		return nil
+	}
+	return r.writeExports(ctx, s, data)
+}
+
+// readExports reads the exports of the job's items (also one removed from
+// the spec mid-job: it ran in the job), not the spec's: an item added
+// mid-job has not run yet. A Secret that retrying cannot read fails the job.
+func (r *Reconciler) readExports(ctx context.Context, s *scope) (map[string]any, error) {
 	data := map[string]any{}
-	// The job's items (also one removed from the spec mid-job: it ran in
-	// the job), not the spec's: an item added mid-job has not run yet.
 	for _, item := range s.exec.Status.DeployItemReferences {
 		name := item.Name
 		di := s.items[name]
@@ -43,7 +53,7 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 		}
 		ref := di.Status.ExportReference
 		if ref.Namespace != "" && ref.Namespace != di.Namespace {
-			return exportProblem{fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", name, ref.Namespace)}
+			return nil, flow.StalledError(ReasonExportsFailed, fmt.Errorf("deploy item %s: exportRef names a Secret in namespace %s; only the item's own namespace is allowed", name, ref.Namespace))
 		}
 		secret := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: di.Namespace, Name: ref.Name}, secret); err != nil {
@@ -51,22 +61,23 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 			if apierrors.IsNotFound(err) {
 				// The deployer writes the Secret before it names it: one that
 				// is missing was deleted, and stays missing until the item runs again.
-				return exportProblem{err}
+				return nil, flow.StalledError(ReasonExportsFailed, err)
 			}
-			return err
+			return nil, err
 		}
 		v, err := decodeExport(secret)
 		if err != nil {
-			return exportProblem{fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", name, ref.Name, err)}
+			return nil, flow.StalledError(ReasonExportsFailed, fmt.Errorf("decoding exports of deploy item %s (Secret %s): %w", name, ref.Name, err))
 		}
 		data[name] = v
 	}
+	return data, nil
+}
 
-	if len(data) == 0 && s.exec.Status.ExportReference == nil {
-		// Nothing exported, and no earlier job's exports to clear: no
-		// DataObject (and no request).
-		return nil
-	}
+// writeExports writes data into the exports DataObject (which a namesake
+// being deleted holds back, see namesakeWait) and points status.exportRef at
+// it.
+func (r *Reconciler) writeExports(ctx context.Context, s *scope, data map[string]any) error {
 	name := ExportsObjectName(s.exec.Name)
 	cur := &lsv1alpha1.DataObject{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.exec.Namespace, Name: name}, cur)
@@ -85,9 +96,9 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 			// Someone else's DataObject of that name (say an installation's
 			// export with dataRef "<exec>-exports", or one created by hand):
 			// never taken over, and no retry can fix it.
-			return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
+			return flow.StalledError(ReasonDataObjectNameConflict, fmt.Errorf(
 				"exports DataObject %s/%s exists and is controlled by %s; it is left alone: rename the execution or that DataObject",
-				cur.Namespace, name, controllerName(cur))}
+				cur.Namespace, name, controllerName(cur)))
 		}
 	}
 	if err == nil || apierrors.IsNotFound(err) {
@@ -118,8 +129,8 @@ func (r *Reconciler) gatherExports(ctx context.Context, s *scope) error {
 			if apierrors.IsInvalid(err) {
 				// E.g. a controller set on it since the (cached) read: two
 				// controllers are refused.
-				return configProblem{ReasonDataObjectNameConflict, fmt.Errorf(
-					"exports DataObject %s/%s refused by the API server: %w", s.exec.Namespace, name, err)}
+				return flow.StalledError(ReasonDataObjectNameConflict, fmt.Errorf(
+					"exports DataObject %s/%s refused by the API server: %w", s.exec.Namespace, name, err))
 			}
 			return fmt.Errorf("writing exports DataObject %s: %w", name, err)
 		}

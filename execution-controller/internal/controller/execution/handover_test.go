@@ -8,9 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/status"
 )
 
 // The moment right after a hand-over, driven by hand: the controller has
@@ -45,7 +49,11 @@ func justHandedOver(handedOverB bool, annotations map[string]string) (*Reconcile
 	}
 	exec := &lsv1alpha1.Execution{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exec", Annotations: annotations}}
 	exec.Status.JobID, exec.Status.JobIDFinished, exec.Status.Phase = newJob, oldJob, lsv1alpha1.PhaseProgressing
-	s := &scope{exec: exec, before: *exec.Status.DeepCopy(), items: map[string]*lsv1alpha1.DeployItem{
+	p, err := status.NewPatcher(r.Client, exec, status.Apply())
+	if err != nil {
+		panic(err)
+	}
+	s := &scope{exec: exec, status: p, items: map[string]*lsv1alpha1.DeployItem{
 		"a": finishedItem("a", newJob, "200", lsv1alpha1.PhaseFailed),
 		"b": b,
 	}}
@@ -83,16 +91,35 @@ func TestJustHandedItemCountsAsRunning(t *testing.T) {
 func TestInterruptWaitsForAHandOverTheCacheDoesNotShow(t *testing.T) {
 	interrupt := map[string]string{lsv1alpha1.OperationAnnotation: string(lsv1alpha1.OperationInterrupt)}
 	r, s := justHandedOver(true, interrupt)
-	if _, err := r.handleInterrupt(context.Background(), s); err != nil {
+	var writes []string
+	var err error
+	r.Client = fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+			writes = append(writes, obj.GetName())
+			return nil
+		},
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			writes = append(writes, obj.GetName()+"/status")
+			return nil
+		},
+	}).Build()
+	if s.status, err = status.NewPatcher(r.Client, s.exec, status.Apply()); err != nil {
 		t.Fatal(err)
 	}
-	if !s.done {
+	var res flow.Result
+	res, err = r.handleInterrupt(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped() {
 		t.Error("the reconcile goes on (and could hand over further items) with the interrupt pending")
 	}
 	if st := s.exec.Status; st.JobIDFinished == newJob || st.Phase != lsv1alpha1.PhaseProgressing || st.LastError != nil {
 		t.Errorf("job ended (phase %s, jobIDFinished %s) without interrupting b", st.Phase, st.JobIDFinished)
 	}
-	if len(s.afterStatus) > 0 {
-		t.Errorf("%d writes queued (the annotation's removal) though nothing was interrupted", len(s.afterStatus))
+	// The end of the reconcile writes nothing: no status change, and no
+	// write (the annotation's removal) queued after it.
+	if err := s.status.Patch(context.Background(), s.exec); err != nil || len(writes) > 0 {
+		t.Errorf("writes %v (%v) though nothing was interrupted", writes, err)
 	}
 }

@@ -2,19 +2,19 @@ package execution
 
 import (
 	"context"
-	"time"
-
-	"go.opentelemetry.io/otel"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"time"
+
+	"go.opentelemetry.io/otel"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // Kind is the object kind in span names ("Execution.Reconcile",
@@ -80,8 +80,10 @@ func (r *Reconciler) writeOwnTraceContext(ctx context.Context, s *scope) error {
 		return nil
 	}
 	status := s.exec.Status.DeepCopy()
-	err := patch.Annotations(ctx, r.Client, r.FieldManager, s.exec, s.exec.ResourceVersion,
-		map[string]*string{tracing.TraceContextAnnotation: &value})
+	err := s.status.Track(s.exec, func() error {
+		return patch.Annotations(ctx, r.Client, r.FieldManager, s.exec, s.exec.ResourceVersion,
+			map[string]*string{tracing.TraceContextAnnotation: &value})
+	})
 	s.exec.Status = *status
 	return err
 }

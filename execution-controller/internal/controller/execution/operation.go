@@ -2,11 +2,15 @@ package execution
 
 import (
 	"context"
-
+	"github.com/terrace-dev/terrace/kit/flow"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
 	"github.com/terrace-dev/terrace/kit/unknownop"
 )
 
@@ -18,17 +22,41 @@ const ReasonUnknownOperation = unknownop.Reason
 // execution acts on.
 var executionOperations = []string{string(lsv1alpha1.OperationReconcile), string(lsv1alpha1.OperationInterrupt)}
 
-// checkOperation emits a Warning Event UnknownOperation, once per execution
-// and value (kit/unknownop), when the execution's operation annotation holds
-// a value it does not act on: without it a typo would be ignored silently
-// for ever. The annotation is the user's and stays. No request on the
-// normal path.
-func (r *Reconciler) checkOperation(ctx context.Context, s *scope) {
+func (r *Reconciler) checkOperation(ctx context.Context, s *scope) (flow.Result, error) {
 	op, report := r.unknownOps.Check(s.exec, executionOperations)
 	if !report {
-		return
+		return flow.Continue(), nil
 	}
 	logf.FromContext(ctx).Info("ignoring unknown operation", "operation", op, "accepted", executionOperations)
 	r.Recorder.Eventf(s.exec, nil, corev1.EventTypeWarning, ReasonUnknownOperation, "Reconcile",
 		"%s", unknownop.Message(op, "executions", executionOperations))
+	return flow.Continue(), nil
+}
+
+func operation(o client.Object) lsv1alpha1.Operation {
+	return lsv1alpha1.Operation(o.GetAnnotations()[lsv1alpha1.OperationAnnotation])
+}
+
+// removeOperation removes the operation annotation if it still holds op: run
+// it after the status write that acted on it (status.AfterStored), so it is
+// never lost.
+func (r *Reconciler) removeOperation(s *scope, op lsv1alpha1.Operation) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if operation(s.exec) != op {
+			return nil
+		}
+		return s.status.Track(s.exec, func() error {
+			return patch.Annotations(ctx, r.Client, r.FieldManager, s.exec, "",
+				map[string]*string{lsv1alpha1.OperationAnnotation: nil})
+		})
+	}
+}
+
+// ignoreConflict drops a conflict: the newer version of the object brings
+// the next reconcile.
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }

@@ -100,64 +100,87 @@ var ErrBadTimestamp = errors.New("annotation is not an RFC 3339 time")
 // decision that ignores the broken annotation, so one bad value does not
 // disable the other checks.
 func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision, error) {
-	var (
-		next time.Duration
-		errs []error
-	)
-	wait := func(d time.Duration) {
-		if next == 0 || d < next {
-			next = d
-		}
+	var next wake
+	overdue, failPickup, err := evaluatePickup(item, now, cfg, &next)
+	if failPickup {
+		return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
 	}
-	ann := item.GetAnnotations()
-
-	// Pickup: reconcile-time is stamped on hand-over and removed by the
-	// deployer on pickup; its age is how long no deployer has reacted.
-	var overdue *PickupWait
-	warnAfter, warn := cfg.pickupWarning()
-	if !cfg.Pickup.Disabled && warnAfter >= cfg.Pickup.Duration {
-		warn = false
-	}
-	if v, ok := ann[lsv1alpha1.ReconcileTimeAnnotation]; ok && (!cfg.Pickup.Disabled || warn) {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", lsv1alpha1.ReconcileTimeAnnotation, v, ErrBadTimestamp))
-		} else if st := item.Status; jobid.LeftoverPickupStamp(st.JobID, st.JobIDFinished, pickupTime(st.LastReconcileTime), t) {
-			// Left over from the job the item finished (its removal was
-			// lost): nothing waits for a pickup; the deployer removes it.
-		} else {
-			var failsAt time.Time
-			if !cfg.Pickup.Disabled {
-				failsAt = t.Add(cfg.Pickup.Duration)
-				left := failsAt.Sub(now)
-				if left <= 0 {
-					return Decision{Action: ActionFailPickup, Timeout: cfg.Pickup.Duration}, nil
-				}
-				wait(left)
-			}
-			// The warning's wake-up is computed from the stamp like the
-			// timeout's: a healthy item is picked up long before it, and
-			// that reconcile then finds no stamp and does nothing.
-			if warn {
-				if left := t.Add(warnAfter).Sub(now); left > 0 {
-					wait(left)
-				} else {
-					overdue = &PickupWait{Stamp: v, Since: t, FailsAt: failsAt}
-				}
-			}
-		}
-	}
-
+	errs := []error{err}
 	// Only install jobs are aborted (seed 001: items "stuck in Progressing").
 	// A deletion is bounded by its deployer, from the deletion's start, and
 	// ends DeleteFailed; deployers do not abort deletions.
 	running := item.Status.Phase == lsv1alpha1.PhaseInit ||
 		item.Status.Phase == lsv1alpha1.PhaseProgressing
-	if !running {
-		return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
+	d := Decision{}
+	if running {
+		d, err = evaluateRunning(item, now, cfg, &next)
+		errs = append(errs, err)
 	}
+	d.PickupOverdue = overdue
+	if d.Action == ActionNone {
+		d.RequeueAfter = next.after
+	}
+	return d, errors.Join(errs...)
+}
 
-	if lsv1alpha1.Operation(ann[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
+// wake is the earliest of the delays after which a timeout of the item
+// expires.
+type wake struct{ after time.Duration }
+
+func (w *wake) at(d time.Duration) {
+	if w.after == 0 || d < w.after {
+		w.after = d
+	}
+}
+
+// evaluatePickup checks the pickup timeout and the pickup warning:
+// reconcile-time is stamped on hand-over and removed by the deployer on
+// pickup; its age is how long no deployer has reacted.
+func evaluatePickup(item *lsv1alpha1.DeployItem, now time.Time, cfg Config, next *wake) (overdue *PickupWait, fail bool, err error) {
+	warnAfter, warn := cfg.pickupWarning()
+	if !cfg.Pickup.Disabled && warnAfter >= cfg.Pickup.Duration {
+		warn = false
+	}
+	v, ok := item.GetAnnotations()[lsv1alpha1.ReconcileTimeAnnotation]
+	if !ok || (cfg.Pickup.Disabled && !warn) {
+		return nil, false, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s=%q: %w", lsv1alpha1.ReconcileTimeAnnotation, v, ErrBadTimestamp)
+	}
+	if st := item.Status; jobid.LeftoverPickupStamp(st.JobID, st.JobIDFinished, pickupTime(st.LastReconcileTime), t) {
+		// Left over from the job the item finished (its removal was lost):
+		// nothing waits for a pickup; the deployer removes it.
+		return nil, false, nil
+	}
+	var failsAt time.Time
+	if !cfg.Pickup.Disabled {
+		failsAt = t.Add(cfg.Pickup.Duration)
+		left := failsAt.Sub(now)
+		if left <= 0 {
+			return nil, true, nil
+		}
+		next.at(left)
+	}
+	// The warning's wake-up is computed from the stamp like the timeout's:
+	// a healthy item is picked up long before it, and that reconcile then
+	// finds no stamp and does nothing.
+	if warn {
+		if left := t.Add(warnAfter).Sub(now); left > 0 {
+			next.at(left)
+		} else {
+			overdue = &PickupWait{Stamp: v, Since: t, FailsAt: failsAt}
+		}
+	}
+	return overdue, false, nil
+}
+
+// evaluateRunning checks the progressing and abort timeouts of an item
+// running an install job.
+func evaluateRunning(item *lsv1alpha1.DeployItem, now time.Time, cfg Config, next *wake) (Decision, error) {
+	var errs []error
+	if lsv1alpha1.Operation(item.GetAnnotations()[lsv1alpha1.OperationAnnotation]) == lsv1alpha1.OperationAbort {
 		// Already aborting: only the abort timeout is left to watch - once
 		// it has started. It starts with abort-time, which this controller
 		// writes with its own abort request. A user's operation: abort
@@ -168,22 +191,19 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 		// whose deployer never reacts would have no timeout left at all.
 		// A stale abort-time (an earlier job's) does not count either.
 		at, started, err := currentAbortTime(item)
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, err)
 		if started {
 			if cfg.Abort.Disabled {
-				return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
+				return Decision{}, errors.Join(errs...)
 			}
 			left := at.Add(cfg.Abort.Duration).Sub(now)
 			if left <= 0 {
-				return Decision{PickupOverdue: overdue, Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
+				return Decision{Action: ActionFailAbort, Timeout: cfg.Abort.Duration}, errors.Join(errs...)
 			}
-			wait(left)
-			return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
+			next.at(left)
+			return Decision{}, errors.Join(errs...)
 		}
 	}
-
 	progressing := cfg.Progressing
 	if item.Spec.Timeout != nil && *item.Spec.Timeout != "" {
 		t, err := timeout.Parse(string(*item.Spec.Timeout))
@@ -196,11 +216,11 @@ func Evaluate(item *lsv1alpha1.DeployItem, now time.Time, cfg Config) (Decision,
 	if !progressing.Disabled && item.Status.LastReconcileTime != nil {
 		left := item.Status.LastReconcileTime.Add(progressing.Duration).Sub(now)
 		if left <= 0 {
-			return Decision{PickupOverdue: overdue, Action: ActionAbort, Timeout: progressing.Duration}, errors.Join(errs...)
+			return Decision{Action: ActionAbort, Timeout: progressing.Duration}, errors.Join(errs...)
 		}
-		wait(left)
+		next.at(left)
 	}
-	return Decision{PickupOverdue: overdue, RequeueAfter: next}, errors.Join(errs...)
+	return Decision{}, errors.Join(errs...)
 }
 
 // currentAbortTime is the item's abort-time, with ok, when it belongs to the

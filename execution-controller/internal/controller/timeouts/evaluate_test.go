@@ -107,7 +107,7 @@ func TestEvaluate(t *testing.T) {
 			action: ActionAbort, timeout: 10 * time.Minute},
 		// A user's operation: abort carries no abort-time: the abort timeout
 		// has not started, so the progressing timeout still runs (its abort
-		// request then writes abort-time). It used to watch nothing at all.
+		// request then writes abort-time).
 		"user's abort without abort-time, progressing pending": {item: item(progressing(t0), userAbort()), now: t0.Add(time.Minute), cfg: cfg,
 			requeue: 9 * time.Minute},
 		"user's abort without abort-time, progressing due": {item: item(progressing(t0), userAbort()), now: t0.Add(10 * time.Minute), cfg: cfg,
