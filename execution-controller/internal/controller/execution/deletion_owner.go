@@ -25,7 +25,8 @@ func (r *Reconciler) ownerRecheck() time.Duration {
 // ownsDeletion reports whether this controller runs the deletion jobs of exec,
 // a deleted execution that an installation owns: only when that installation
 // will never hand one over (jobid.ParentGone, read live, as this controller
-// caches no installations). It then also writes status.jobID (patchStatus).
+// caches no installations). It then also writes status.jobID (newScope: the
+// status Patcher omits it otherwise).
 //
 // The answer decides something only while no job runs: whether the deletion
 // waits for the installation's job or starts one of its own. So the

@@ -78,11 +78,11 @@ type Reconciler struct {
 	ownWrites stale.Versions
 	// outcomes ends every reconcile the same way (kit/flow).
 	outcomes flow.Outcomes
-	// handedOver (a different idea from ownWrites: versions of deploy
-	// items, not of the execution) remembers, per deploy item, the resourceVersions the
+	// handedOver remembers, per deploy item, the resourceVersions the
 	// writes of its hand-over replaced, until the cache shows the hand-over
 	// (then it is forgotten): a reconcile that still sees an older copy does
-	// not hand the job over a second time.
+	// not hand the job over a second time. (Another idea than ownWrites:
+	// versions of the items, not of the execution.)
 	handedOver stale.Versions
 	// deletionJobs remembers, per deleted owned execution, whether its
 	// running deletion job is its own (see ownsDeletion).
