@@ -132,9 +132,9 @@ func TestSubObjectsDeleteFailedNamesTheCause(t *testing.T) {
 // A sub-object deleted by hand whose deletion fails fails the next job
 // quoting the cause, as SubObjectsDeleteFailed does (the execution's list of
 // failed items, then the item's TargetNotFound and its way out), with the
-// advice to fix it before retrying; it used to say only "(see its status)",
-// sending the user to an object they had deleted. The Ready condition says
-// the same.
+// advice to fix it before retrying, not only "(see its status)", which would
+// send the user to an object they had deleted. The Ready condition says the
+// same.
 func TestHandDeletedSubObjectWhoseDeletionFailedNamesTheCause(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -169,10 +169,10 @@ func TestHandDeletedSubObjectWhoseDeletionFailedNamesTheCause(t *testing.T) {
 // so: the Ready condition, of the new generation, says the spec changed
 // since the failed job and which command starts a new one, before the
 // failure's message, and one Normal event ReconcileAnnotationNeeded says it
-// once per generation, not on every reconcile. Before, nothing showed that
-// the fixed spec would not run. Ready's reason is ReconcileAnnotationNeeded,
-// not the failed job's (TemplateFailed, which with the new observedGeneration
-// read as the new spec failing); the message keeps the failure. The command
+// once per generation, not on every reconcile, so the user sees that the
+// fixed spec does not run. Ready's reason is ReconcileAnnotationNeeded, not
+// the failed job's (TemplateFailed, which with the new observedGeneration
+// would read as the new spec failing); the message keeps the failure. The command
 // carries --overwrite: an operation annotation left in place (here a typo)
 // makes kubectl refuse it otherwise.
 func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
@@ -228,16 +228,14 @@ func TestFailedRootWhoseSpecChangedSaysHowToStartANewJob(t *testing.T) {
 }
 
 // The way out a deployer ends a failed deletion's message with survives the
-// whole chain up to the root: item → execution (which quotes the first
-// failed item's message up to 512 bytes, cutting its middle) →
-// sub-installation → root, in a realistic stack whose names are long (a
-// Target name of 226 characters, item names of up to 63) and whose ten
-// items all fail, so that every level quotes a long message: the item's is
-// cut by the execution, the execution's (with its list of failed items) by
-// the installation controller. The installation controller used to keep
-// only the start of the execution's message (600 runes for a deletion), so
-// the sub-installation, and the root after it, lost the annotations that
-// say how to go on.
+// whole chain up to the root: execution → sub-installation → root, in a
+// realistic stack whose names are long (a Target name of 226 characters,
+// item names of up to 63) and whose items all fail, so that every level
+// quotes a long message: the execution's (with its list of failed items and
+// their causes, here as the execution stub words them) is cut in the middle
+// by the installation controller, which keeps its end: were only the start
+// kept, the sub-installation, and the root after it, would lose the
+// annotations that say how to go on.
 func TestDeployersWayOutSurvivesTheChainToTheRoot(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()

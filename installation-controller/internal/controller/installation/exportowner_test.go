@@ -241,11 +241,11 @@ func ptrTo[T any](v T) *T { return &v }
 // deletion job follows. p waits in Init for the name of its context copy
 // p.x, exp in Completing for its Target export's (each held by an object
 // being deleted), when both are deleted; the held names are freed then, so
-// the jobs would go on to write them. Completing used to fail SpecChanged
-// (setting the deletion timestamp moves the generation), advising the
-// reconcile annotation, which does nothing for an installation being
-// deleted; Init used to create p.x anew (now Init ends before it writes
-// anything, see TestInitOfAnInstallationBeingDeletedCreatesNothing).
+// the jobs would go on to write them. Completing does not fail SpecChanged
+// (setting the deletion timestamp moves the generation), which would advise
+// the reconcile annotation, useless for an installation being deleted; Init
+// ends before it writes anything, p.x included (see
+// TestInitOfAnInstallationBeingDeletedCreatesNothing).
 func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -306,10 +306,9 @@ func TestInstallationBeingDeletedWritesNoExport(t *testing.T) {
 
 // An installation deleted while its Init waits (here for a predecessor)
 // creates nothing when Init runs again: the job ends Failed
-// (DeletedDuringJob) before any request, and the deletion job follows. It
-// used to create its execution and sub-installation first, stopped only at
-// its context copies, and the deletion job then deleted what it had just
-// created (uninstalling deploy items it had just installed).
+// (DeletedDuringJob) before any request, and the deletion job follows:
+// whatever it created, the deletion job would delete again (uninstalling
+// deploy items just installed).
 func TestInitOfAnInstallationBeingDeletedCreatesNothing(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()

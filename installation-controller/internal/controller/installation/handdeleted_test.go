@@ -20,7 +20,7 @@ import (
 // Sub-objects a blueprint renders that someone deleted by hand while the
 // installation was idle wait for a deletion job only their parent hands
 // over. The next job hands over its own, waits until they are gone - their
-// deploy items uninstalled - and creates them again; before, it waited in
+// deploy items uninstalled - and creates them again, rather than waiting in
 // Init for ever ("still being deleted").
 func TestSubObjectsDeletedByHandAreCreatedAgainByTheNextJob(t *testing.T) {
 	ns, g := setup(t)
@@ -120,9 +120,9 @@ func TestHandDeletedSubInstallationWhoseParentWentDeletesItself(t *testing.T) {
 // items any more) is still on its way out when Init runs again after a
 // wait (here for the name of a context copy): Init hands it the deletion
 // and waits until it is gone, as for a sub-object deleted by hand, but
-// Ready says it is not created again; it used to say "deleted by hand, to
-// be gone before they are created again". Deterministic: the execution is
-// held (a finalizer of the test's) until Init has said so.
+// Ready says it is not created again, not "deleted by hand, to be gone
+// before they are created again". Deterministic: the execution is held (a
+// finalizer of the test's) until Init has said so.
 func TestOrphanedExecutionOnItsWayOutIsNotSaidToComeBack(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -221,12 +221,12 @@ func readyMessage(i *lsv1alpha1.Installation) string {
 // that job to its end (here it ends Failed), and the parent's job does not
 // finish before it: Ready says it waits for the sub-installation "(deleted
 // by hand)", and the job then fails with the sub-installation's cause. The
-// next job hands it its deletion and creates it again. Progressing used to
-// leave a sub-installation being deleted out, so the parent's job succeeded
-// while the sub-installation still ran it, and the parent's next job handed
-// it a new job ID in the middle of that flow. Deterministic: the
-// sub-installation's deploy item stays Progressing (mock phase) until the
-// test interrupts it.
+// next job hands it its deletion and creates it again. Were a
+// sub-installation being deleted left out of Progressing, the parent's job
+// would succeed while the sub-installation still ran it, and the parent's
+// next job would hand it a new job ID in the middle of that flow.
+// Deterministic: the sub-installation's execution stays Progressing (mock
+// phase) until the test interrupts it.
 func TestSubInstallationDeletedByHandMidJobIsWaitedFor(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -271,11 +271,11 @@ func TestSubInstallationDeletedByHandMidJobIsWaitedFor(t *testing.T) {
 // A parent never hands a job to a sub-installation running another one.
 // Here a job's Init hands its deletion to a sub-installation deleted by
 // hand, and then fails (the blueprint was broken meanwhile) while that
-// deletion still runs (its deploy item held). The next job's Init waits for
+// deletion still runs (its execution held). The next job's Init waits for
 // the sub-installation to finish that deletion (Ready says so) instead of
-// handing it the new job ID in the middle of it, then creates it again.
-// Before, it handed the new job over at once, and the sub-installation went
-// on in phase Deleting under a job its own sub-objects never got.
+// handing it the new job ID in the middle of it, then creates it again:
+// handed over at once, the sub-installation would go on in phase Deleting
+// under a job its own sub-objects never got.
 func TestHandOverWaitsForASubInstallationRunningAnotherJob(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()

@@ -144,8 +144,8 @@ func TestExportNameWaitIsNoErrorAndTheDeletionWakesTheJob(t *testing.T) {
 // installation's. Here: a root being deleted waits in InitDelete for its
 // successor to go (as a job waits for a name: see above), then deletes its
 // execution, so TriggerDelete waits for the next reconcile; the status
-// showing TriggerDelete used to keep "phase InitDelete waits for successors
-// s to be deleted first" until Deleting said what it waited for.
+// showing TriggerDelete does not keep "phase InitDelete waits for successors
+// s to be deleted first" until Deleting says what it waits for.
 func TestReadyNoLongerSaysWaitingOnceTheWaitIsOver(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()

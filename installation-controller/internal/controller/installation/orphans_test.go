@@ -173,8 +173,8 @@ func TestOrphansDeleteFailedFailParent(t *testing.T) {
 	job := inst.Status.JobID
 	// The message names the orphans and quotes the cause (the first
 	// orphan's, from the bottom of its tree, read from the orphans the job
-	// has) as SubObjectsDeleteFailed does, with the way on: it used to name
-	// the orphans only.
+	// has) as SubObjectsDeleteFailed does, with the way on, not only their
+	// names.
 	msg := inst.Status.LastError.Message
 	g.Expect(msg).To(HavePrefix("deleting orphans failed: sub-installation root-one (DeleteFailed), sub-installation root-two (DeleteFailed); " +
 		"cause: sub-installation root-one → execution root-one: DeleteFailed: deleting deploy items failed: item; item: TargetNotFound: spec.target: Target " + ns + "/cluster not found; "))
@@ -228,8 +228,8 @@ subinstallationExecutions:
 // hand, or deleted before its first job added it) leaves children that no
 // parent will ever hand a deletion job. The garbage collector deletes them
 // (envtest has none, so the test does); each then deletes itself as a root
-// would - sub-installations, their executions and the deploy items - and no
-// finalizer is left behind.
+// would - sub-installations and their executions - and no finalizer is left
+// behind.
 func TestChildrenOfARootDeletedWithoutItsFinalizerDeleteThemselves(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
@@ -280,10 +280,10 @@ func rootWithSubsAndExecution(g Gomega, ns, names string) {
 // Sub-installations that leave the blueprint uninstall with the Target their
 // parent handed down: the parent's context copy of it (root.cluster, which
 // their deploy items name) must outlast their deletion, although the parent,
-// now without sub-installations, no longer writes it. The copy used to be
-// deleted in Init as stale, before CleanupOrphaned handed the orphans their
-// deletion, so their items ended DeleteFailed (TargetNotFound) and the
-// parent OrphanDeletionFailed in every job.
+// now without sub-installations, does not write it any more. Deleted in
+// Init as stale, before CleanupOrphaned hands the orphans their deletion,
+// it would leave their items DeleteFailed (TargetNotFound) and the parent
+// OrphanDeletionFailed in every job.
 func TestOrphansUninstallWithTheTargetTheParentHandedDown(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()

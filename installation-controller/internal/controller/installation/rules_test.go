@@ -226,8 +226,8 @@ func TestDeleteFailedAndRetry(t *testing.T) {
 	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
 }
 
-// delete-without-uninstall reaches the deploy items: an item whose
-// uninstall would fail goes anyway.
+// delete-without-uninstall reaches the execution: one whose items' uninstall
+// would fail (their Target is gone) goes anyway.
 func TestDeleteWithoutUninstall(t *testing.T) {
 	ns, g := setup(t)
 	rootWhoseTargetWent(g, ns, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")

@@ -16,8 +16,8 @@ import (
 
 // An installation a user's finalizer keeps after its deletion job removed
 // Terrace's is done: later reconciles (here: annotation edits) do nothing.
-// They used to run phase Deleting again each time: the context objects
-// deleted again (two DeleteAllOf requests), another Deleted event and
+// Running phase Deleting again each time would delete the context objects
+// again (two DeleteAllOf requests) and report another Deleted event and
 // another JobFinished metric.
 func TestDeletedInstallationKeptByAnotherFinalizerIsDone(t *testing.T) {
 	ns, g := setup(t)

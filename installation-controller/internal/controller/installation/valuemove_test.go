@@ -52,10 +52,10 @@ func controlledBy(g Gomega, ns, name string) (string, string) {
 
 // A value that moves from the parent's imports to a sub-installation's
 // exports: the parent's stale context copy p.x goes in its Init, before the
-// sub-installations get the job, so a writes its export x as its own (it
-// used to fail ExportConflict "... belongs to Installation p" in every job:
-// the parent, failing, never completed, and only a completed job deleted
-// stale copies).
+// sub-installations get the job, so a writes its export x as its own (were
+// stale copies deleted only by a completed job, a would fail ExportConflict
+// "... belongs to Installation p" in every job, and the parent, failing,
+// would never complete).
 func TestImportThatBecomesAChildsExportMoves(t *testing.T) {
 	ns, g := setup(t)
 	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "in"), Data: lsv1alpha1.NewAnyJSON([]byte(`"from-p"`))})
@@ -77,8 +77,8 @@ func TestImportThatBecomesAChildsExportMoves(t *testing.T) {
 
 // A value that moves from a sub-installation's exports to the parent's
 // imports: the parent re-templates a (which no longer exports x) before it
-// writes its context copy, and takes a's old export p.x over (it used to fail
-// ExportConflict "... belongs to Installation p-a" in Init, for ever).
+// writes its context copy, and takes a's old export p.x over (else Init
+// would fail ExportConflict "... belongs to Installation p-a" for ever).
 func TestChildsExportThatBecomesAnImportMoves(t *testing.T) {
 	ns, g := setup(t)
 	create(g, &lsv1alpha1.DataObject{ObjectMeta: metaNS(ns, "in"), Data: lsv1alpha1.NewAnyJSON([]byte(`"from-p"`))})
@@ -99,8 +99,8 @@ func TestChildsExportThatBecomesAnImportMoves(t *testing.T) {
 
 // A sub-installation import that nothing in the parent's context provides
 // (no import of the parent, no sibling's export) fails the parent's job
-// TemplateFailed, naming it, before anything is created: it used to depend
-// on timing (a stale copy read, ImportsChanged, or ImportNotFound).
+// TemplateFailed, naming it, before anything is created, whatever the
+// timing (not a stale copy read, ImportsChanged, or ImportNotFound).
 func TestSubInstallationImportNothingProvidesFails(t *testing.T) {
 	ns, g := setup(t)
 	p := newInstallation(ns, "p", movingValueBlueprint(false, false), reconcileAnnotation...)
