@@ -1,7 +1,3 @@
-// Package controller wires the execution controller's reconcilers into a
-// manager: the Execution reconciler (package execution) and the DeployItem
-// timeouts reconciler (package timeouts). The binary and the tests both
-// register them through AddToManager, so tests run exactly what ships.
 package controller
 
 import (

@@ -1,7 +1,3 @@
-// Package depgraph orders the deploy items of an execution by their
-// dependsOn lists. It is pure logic, kept apart from the reconciler so that
-// ordering, cycle detection and the "what may start / be deleted now"
-// decisions are unit-tested without an API server.
 package depgraph
 
 import (

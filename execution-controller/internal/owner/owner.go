@@ -1,6 +1,3 @@
-// Package owner holds the one rule by which the execution controller's parts
-// (the execution reconciler's index of deploy items, the timeouts
-// reconciler's events) tell that an object is controlled by an Execution.
 package owner
 
 import (

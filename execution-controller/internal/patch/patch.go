@@ -1,7 +1,3 @@
-// Package patch holds the narrow writes the execution controller makes to
-// objects whose other fields belong to someone else (deploy items belong to
-// their deployer). Each write names exactly the fields it changes, so it can
-// never overwrite a field it does not own.
 package patch
 
 import (
