@@ -10,8 +10,8 @@ import (
 )
 
 // BenchmarkExecution50 measures an execution of 50 mock items from creation
-// to Succeeded, with the execution controller and the mock deployer in one
-// process against the test API server:
+// to Succeeded, with the execution controller and the test deployer of mock
+// items in one process against the test API server:
 //
 //	go test ./internal/controller/ -run '^$' -bench Execution50 -benchtime 3x
 func BenchmarkExecution50(b *testing.B) {

@@ -170,7 +170,7 @@ func testOptions(mod ...func(*controller.Options)) controller.Options {
 	return o
 }
 
-// mockItem is a spec entry for the mock deployer.
+// mockItem is a spec entry of a mock item (served by the test deployer).
 func mockItem(name string, cfg mockv1alpha1.ProviderConfiguration, dependsOn ...string) lsv1alpha1.DeployItemTemplate {
 	cfg.APIVersion = mockv1alpha1.SchemeGroupVersion.String()
 	cfg.Kind = "ProviderConfiguration"
