@@ -2,12 +2,12 @@ package execution
 
 import (
 	"context"
-	"github.com/terrace-dev/terrace/kit/tracing"
 
 	"k8s.io/utils/ptr"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // withoutUninstall reports whether the execution's items are to be deleted

@@ -2,18 +2,19 @@ package execution
 
 import (
 	"context"
-	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"github.com/terrace-dev/terrace/kit/tracing"
+	"strings"
+
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"strings"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // handleDeletion runs the deletion flow once the execution has a deletion

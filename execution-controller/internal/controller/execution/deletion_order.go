@@ -3,17 +3,17 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
-	"github.com/terrace-dev/terrace/kit/tracing"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
-
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // deleteState classifies an item during deletion. Deployers delete an item

@@ -2,14 +2,14 @@ package execution
 
 import (
 	"context"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/jobid"
 )
 
 // DefaultOwnerRecheck is the default of Reconciler.OwnerRecheck.

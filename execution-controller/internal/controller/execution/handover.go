@@ -3,16 +3,16 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/kit/tracing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // ReconcileTimeFormat is the layout of the reconcile-time stamp: RFC 3339

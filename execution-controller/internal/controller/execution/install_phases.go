@@ -2,14 +2,15 @@ package execution
 
 import (
 	"context"
-	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"github.com/terrace-dev/terrace/kit/tracing"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // phaseFunc runs one phase of the install job: it returns the phase to

@@ -3,14 +3,15 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/jobid"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
 )
 
 // handleInterrupt implements operation: interrupt (seed 002) on the running

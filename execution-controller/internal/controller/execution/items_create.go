@@ -3,18 +3,18 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/kit/flow"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/owner"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/flow"
 )
 
 // syncItems creates or updates the DeployItem of every spec entry of the

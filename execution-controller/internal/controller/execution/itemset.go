@@ -3,14 +3,15 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
-	"github.com/terrace-dev/terrace/kit/flow"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/kit/flow"
 )
 
 // itemDependsOn reads the dependencies recorded on an item, which is all

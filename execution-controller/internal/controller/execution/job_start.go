@@ -3,19 +3,20 @@ package execution
 import (
 	"context"
 	"errors"
-	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
-	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"github.com/terrace-dev/terrace/kit/tracing"
+	"strings"
+
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"strings"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // isRoot reports whether no installation owns the execution. Only then does

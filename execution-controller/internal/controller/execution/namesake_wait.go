@@ -3,12 +3,14 @@ package execution
 import (
 	"context"
 	"errors"
-	"github.com/terrace-dev/terrace/kit/flow"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"time"
+
+	"github.com/terrace-dev/terrace/kit/flow"
 )
 
 // namesakeWait says why a write waits: the name of the object it is to

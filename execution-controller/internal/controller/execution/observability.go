@@ -2,19 +2,19 @@ package execution
 
 import (
 	"context"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"github.com/terrace-dev/terrace/kit/tracing"
+	"time"
+
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"time"
-
-	"go.opentelemetry.io/otel"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/patch"
+	"github.com/terrace-dev/terrace/kit/jobid"
+	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
 // Kind is the object kind in span names ("Execution.Reconcile",

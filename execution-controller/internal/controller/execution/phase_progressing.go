@@ -3,16 +3,17 @@ package execution
 import (
 	"context"
 	"fmt"
-	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
-	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/jobid"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"slices"
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
+	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
 )
 
 // phaseProgressing hands the job to the items in dependency order (progress).
