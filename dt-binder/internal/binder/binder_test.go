@@ -22,11 +22,11 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 
-const seedsDir = "../../examples/seeds"
+const seedsDir = "../../../examples/seeds"
 
 // applySeed creates the object of a seed YAML file verbatim (namespaced
 // objects go to ns, as `kubectl apply -n ns` would put them).

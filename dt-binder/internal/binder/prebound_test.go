@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/binder"
-	"github.com/terrace-dev/terrace/dt-binder/claim"
-	"github.com/terrace-dev/terrace/dt-binder/target"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 )
 

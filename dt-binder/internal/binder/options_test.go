@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
 )
 
 func TestOptionsFlags(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/claim"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/binder"
-	"github.com/terrace-dev/terrace/dt-binder/target"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
 )
 
 // claimHidingClient is the target reconciler's cache before its claim

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/terrace-dev/terrace/dt-binder/claim"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
-	"github.com/terrace-dev/terrace/dt-binder/target"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
 )
 
 // Options are the dt-binder's own settings (beside kit/manager's shared ones).

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
 )
 
 // BenchmarkBind100Claims measures how long the binder takes to bind 100

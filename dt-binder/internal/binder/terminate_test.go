@@ -20,8 +20,8 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/binder"
-	"github.com/terrace-dev/terrace/dt-binder/target"
+	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
 )
 
 // printed returns the columns the API server prints for the target (what
