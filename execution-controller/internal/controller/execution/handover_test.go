@@ -6,10 +6,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/execution-controller/internal/depgraph"
@@ -93,16 +92,7 @@ func TestInterruptWaitsForAHandOverTheCacheDoesNotShow(t *testing.T) {
 	r, s := justHandedOver(true, interrupt)
 	var writes []string
 	var err error
-	r.Client = fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
-			writes = append(writes, obj.GetName())
-			return nil
-		},
-		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
-			writes = append(writes, obj.GetName()+"/status")
-			return nil
-		},
-	}).Build()
+	r.Client = writeRecorder{writes: &writes}
 	if s.status, err = status.NewPatcher(r.Client, s.exec, status.Apply()); err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +112,47 @@ func TestInterruptWaitsForAHandOverTheCacheDoesNotShow(t *testing.T) {
 	if err := s.status.Patch(context.Background(), s.exec); err != nil || len(writes) > 0 {
 		t.Errorf("writes %v (%v) though nothing was interrupted", writes, err)
 	}
+}
+
+// writeRecorder is a client that records writes and serves nothing else:
+// any read or other call panics, so the test sees every request the
+// reconcile would send.
+type writeRecorder struct {
+	client.Client
+	writes *[]string
+}
+
+func (c writeRecorder) Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := lsv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (c writeRecorder) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+	*c.writes = append(*c.writes, obj.GetName())
+	return nil
+}
+
+func (c writeRecorder) Status() client.SubResourceWriter { return statusRecorder(c) }
+
+type statusRecorder writeRecorder
+
+func (c statusRecorder) Create(context.Context, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+	panic("unexpected status create")
+}
+
+func (c statusRecorder) Update(context.Context, client.Object, ...client.SubResourceUpdateOption) error {
+	panic("unexpected status update")
+}
+
+func (c statusRecorder) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+	*c.writes = append(*c.writes, obj.GetName()+"/status")
+	return nil
+}
+
+func (c statusRecorder) Apply(_ context.Context, _ runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
+	*c.writes = append(*c.writes, "status apply")
+	return nil
 }
