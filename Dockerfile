@@ -13,12 +13,10 @@ ARG PACKAGE=.
 ARG VERSION=dev
 WORKDIR /src
 # Module files first, so dependency downloads are cached across source changes.
-# Every module a binary's go.mod replaces with a sibling directory is needed
-# here (make verify-dockerfile checks this list against each binary).
+# A binary's module needs only the shared modules apis and kit (binaries never
+# require each other; make verify-dockerfile checks this list against each binary).
 COPY apis/go.mod apis/go.sum apis/
 COPY kit/go.mod kit/go.sum kit/
-COPY deployers/go.mod deployers/go.sum deployers/
-COPY execution-controller/go.mod execution-controller/go.sum execution-controller/
 COPY ${MODULE}/go.mod ${MODULE}/go.sum ${MODULE}/
 RUN --mount=type=cache,target=/root/go/pkg/mod cd ${MODULE} && GOWORK=off go mod download
 COPY . .

@@ -67,7 +67,7 @@ tidy: ## Run go mod tidy in every module.
 ##@ Verification
 
 .PHONY: verify
-verify: verify-fmt verify-vet verify-lint verify-generate verify-tidy verify-gowork-off verify-dockerfile ## Run every check CI runs besides tests.
+verify: verify-fmt verify-vet verify-lint verify-generate verify-tidy verify-gowork-off verify-dockerfile verify-module-boundaries ## Run every check CI runs besides tests.
 
 .PHONY: verify-fmt
 verify-fmt: ## Fail if any Go file is not gofmt-ed.
@@ -99,6 +99,10 @@ verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not
 .PHONY: verify-dockerfile
 verify-dockerfile: ## Fail if the Dockerfile's dependency stage misses a module some binary's go.mod replaces (no Docker needed).
 	@hack/verify-dockerfile.sh
+
+.PHONY: verify-module-boundaries
+verify-module-boundaries: ## Fail if a binary's module requires another binary's module (they share only apis and kit).
+	@hack/verify-module-boundaries.sh
 
 .PHONY: verify-gowork-off
 verify-gowork-off: ## Build every module with GOWORK=off (as image builds do).
