@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
 )
 

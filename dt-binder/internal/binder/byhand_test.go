@@ -16,8 +16,8 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
+	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 )
 
 // startCache runs a manager without controllers whose cache sees only ns,
