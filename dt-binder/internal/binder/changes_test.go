@@ -359,10 +359,10 @@ func testRecreatedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy) {
 // reclaimPolicy of its class applied for the gone claim by the target
 // reconciler: Delete deletes it, Retain clears its claimRef (Released). That
 // holds for a target bound by best match (the binder's record), a provisioned
-// one (the provisioner's record), and one an earlier binder had already left
+// one (the provisioner's record), and one left
 // Released naming the gone claim (binder stopped meanwhile). A target without
 // the record — pre-bound by a user to a claim that does not exist, or bound
-// before the record existed — is left as it is.
+// with the record taken off — is left as it is.
 func TestForceDeletedClaimTargetReclaimed(t *testing.T) {
 	for _, policy := range []appstudiov1alpha1.ReclaimPolicy{appstudiov1alpha1.ReclaimPolicyDelete, appstudiov1alpha1.ReclaimPolicyRetain} {
 		t.Run(string(policy), func(t *testing.T) { testForceDeletedClaim(t, policy) })
@@ -405,9 +405,9 @@ func testForceDeletedClaim(t *testing.T, policy appstudiov1alpha1.ReclaimPolicy)
 	create(t, newTarget(ns, "prebound", class.Name, "nobody"))
 	eventuallyTarget(t, ns, "prebound", appstudiov1alpha1.DeploymentTargetPhasePending, "nobody")
 
-	// "left": as an earlier binder left it: the claim went by force while
+	// "left": left Released: the claim went by force while
 	// the binder was stopped, and the target turned Released, still naming
-	// it (set by hand here, as that binder wrote it).
+	// it (set by hand here).
 	stop()
 	dropClaimRecord(t, ns, "old-norecord")
 	forceDelete(t, ns, "left")
