@@ -1,8 +1,3 @@
-// Package binder wires the dt-binder's two reconcilers into a manager: the
-// claim reconciler (package claim: binding, dynamic-provisioning marking,
-// reclaim on claim deletion) and the target reconciler (package target: target
-// phase, Released, Failed on UnableToTerminate). Both share the field indexes
-// of package internal/binding.
 package binder
 
 import (
