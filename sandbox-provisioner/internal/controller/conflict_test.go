@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // racedAnnotation is what racingClient's other writer sets on the target.

@@ -1,6 +1,6 @@
-// Package controllers wires the sandbox-provisioner's reconcilers into a
+// Package controller wires the sandbox-provisioner's reconcilers into a
 // controller-runtime manager; the binary and tests call AddToManager.
-package controllers
+package controller
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/terrace-dev/terrace/kit/timeout"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
 )
 
 // Component is the binary's name, used for the event recorder.

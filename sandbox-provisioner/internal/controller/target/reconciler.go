@@ -44,7 +44,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // Event reasons (on the target).

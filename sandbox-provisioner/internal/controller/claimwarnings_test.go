@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 // The Warnings a claim gets while it waits: about its class, and about a
 // SpaceRequest that does not become Ready. Each once per distinct message,
@@ -23,9 +23,9 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	kittimeout "github.com/terrace-dev/terrace/kit/timeout"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // claimNotes lists the notes of the Events of reason about the claim.
@@ -129,7 +129,7 @@ func TestSpaceRequestNotReadyIsReported(t *testing.T) {
 	n := unique("sr-not-ready")
 	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
 	createNamespace(t, n)
-	startManagerWith(t, 2, controllers.Options{SpaceRequestWarning: kittimeout.After(time.Second)})
+	startManagerWith(t, 2, controller.Options{SpaceRequestWarning: kittimeout.After(time.Second)})
 
 	c := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
 	sr := waitForOneSpaceRequest(t, c)
@@ -168,7 +168,7 @@ func TestSpaceRequestUnansweredIsReported(t *testing.T) {
 	n := unique("sr-unanswered")
 	createClass(t, n, appstudiov1alpha1.ReclaimPolicyDelete, "")
 	createNamespace(t, n)
-	startManagerWith(t, 2, controllers.Options{SpaceRequestWarning: kittimeout.After(time.Second)})
+	startManagerWith(t, 2, controller.Options{SpaceRequestWarning: kittimeout.After(time.Second)})
 
 	c := createClaim(t, n, "c", n, appstudiov1alpha1.SandboxProvisioner)
 	sr := waitForOneSpaceRequest(t, c)

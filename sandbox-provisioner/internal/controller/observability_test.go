@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 // Tracing and events of the provisioner.
 //
@@ -23,8 +23,8 @@ import (
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/claim"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // TestTracingHandOver: the provisioner continues the trace the binder handed

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 // Edge cases of the provisioner's cooperation with the binder and with
 // whoever else edits its objects: a claim switched to another class, a claim
@@ -18,9 +18,9 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/orphan"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // quiet is how long a Consistently watches for something that must not

@@ -51,7 +51,7 @@ import (
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/tracing"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // Event reasons (on the SpaceRequest).

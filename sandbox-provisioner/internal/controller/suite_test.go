@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller"
 )
 
 var env *testenv.Env
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if _, err := manager.SetupLogging(controllers.Component, manager.Options{LogLevel: "info", LogFormat: "console"}); err != nil {
+	if _, err := manager.SetupLogging(controller.Component, manager.Options{LogLevel: "info", LogFormat: "console"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -40,11 +40,11 @@ func TestMain(m *testing.M) {
 // replicas without leader election.
 func startManager(t *testing.T, concurrency int) func() {
 	t.Helper()
-	return startManagerWith(t, concurrency, controllers.Options{})
+	return startManagerWith(t, concurrency, controller.Options{})
 }
 
 // startManagerWith is startManager with the provisioner's options o.
-func startManagerWith(t *testing.T, concurrency int, o controllers.Options) func() {
+func startManagerWith(t *testing.T, concurrency int, o controller.Options) func() {
 	t.Helper()
 	cfg := manager.Options{Concurrency: concurrency}.ControllerConfig()
 	// Several managers in one test process register the same controller names.
@@ -59,7 +59,7 @@ func startManagerWith(t *testing.T, concurrency int, o controllers.Options) func
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.AddToManager(mgr, o); err != nil {
+	if err := controller.AddToManager(mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

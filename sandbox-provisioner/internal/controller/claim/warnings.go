@@ -17,7 +17,7 @@ import (
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/text"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // DefaultSpaceRequestWarning is how long a SpaceRequest may stay without a

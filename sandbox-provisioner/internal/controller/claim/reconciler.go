@@ -30,7 +30,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/controllers/sandbox"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // DefaultTierName is the SpaceRequest tier used when the class's parameters
