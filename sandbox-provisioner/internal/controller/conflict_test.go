@@ -18,6 +18,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
@@ -241,7 +242,7 @@ func TestConflictOnLateTargetDeletionIsRetried(t *testing.T) {
 // TestRecurringConflictIsReported: a writer that changes the target before
 // every one of the provisioner's writes is no race lost but something the
 // user must see. The retries back off (each delay longer than the one
-// before), the first sandbox.ConflictsBeforeReport-1 conflicts are quiet,
+// before), the first flow.ConflictsBeforeReport-1 conflicts are quiet,
 // and the next one is reported as a DeprovisioningFailed Event, still
 // without a "Reconciler error". Nothing is written meanwhile.
 func TestRecurringConflictIsReported(t *testing.T) {
@@ -257,13 +258,13 @@ func TestRecurringConflictIsReported(t *testing.T) {
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(dt)}
 
 	var last time.Duration
-	for i := 1; i <= sandbox.ConflictsBeforeReport; i++ {
+	for i := 1; i <= flow.ConflictsBeforeReport; i++ {
 		res, err := r.Reconcile(ctx, req)
 		g.Expect(err).NotTo(HaveOccurred(), "conflict %d: a conflict is not returned as an error", i)
 		g.Expect(res.RequeueAfter).To(BeNumerically(">", last), "conflict %d: the retry backs off", i)
 		last = res.RequeueAfter
 		g.Expect(c.races.Load()).To(BeNumerically("==", i), "each reconcile wrote the target once, and lost")
-		if i < sandbox.ConflictsBeforeReport {
+		if i < flow.ConflictsBeforeReport {
 			g.Expect(rec.take()).To(BeEmpty(), "conflict %d: not reported yet", i)
 		} else {
 			g.Expect(rec.take()).To(Equal([]string{target.EventDeprovisioningFailed}), "conflict %d: reported", i)

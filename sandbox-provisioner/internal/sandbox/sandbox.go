@@ -1,8 +1,7 @@
 // Package sandbox holds what the sandbox-provisioner's reconcilers share: the
 // field manager, the deterministic names of the SpaceRequest and
 // DeploymentTarget provisioned for a claim, the SpaceRequest's readiness, and
-// how a reconcile ends (RunPhases, Outcomes: a guarded write that lost a race
-// is retried, not reported, unless it keeps losing).
+// the tracer and span names.
 //
 // # Names and ownership
 //

@@ -27,6 +27,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -88,8 +89,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	// outcomes ends each reconcile and counts conflicts in a row per object
-	// (sandbox.Outcomes).
-	outcomes sandbox.Outcomes
+	// (flow.Outcomes).
+	outcomes flow.Outcomes
 	// DefaultTierName is the tier of SpaceRequests whose class names none.
 	DefaultTierName string
 	// SpaceRequestWarning is how long a SpaceRequest may show provisioning
@@ -210,19 +211,9 @@ type scope struct {
 	class  *appstudiov1alpha1.DeploymentTargetClass
 	params Parameters
 	sr     *toolchainv1alpha1.SpaceRequest
-	// stop ends the phases early without an error (nothing to do, or waiting
-	// for an event).
-	stop bool
-	// reported: the error the phases return was already reported in an event.
+	// reported: the error the steps return was already reported in an event.
 	reported bool
-	// requeueAfter: come back then even without an event.
-	requeueAfter time.Duration
 }
-
-type phase func(ctx context.Context, s *scope) error
-
-// Stopped reports whether a phase ended the reconcile early.
-func (s *scope) Stopped() bool { return s.stop }
 
 // Reconcile provisions the claim's SpaceRequest and target. The reconcile is
 // the span "DeploymentTargetClaim.Reconcile", continuing the trace the binder
@@ -242,7 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() { tracing.EndReconcile(span, string(claim.Status.Phase), retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", sandbox.ObjectName(claim)))
 	s := &scope{claim: claim}
-	err := sandbox.RunPhases(ctx, s, []phase{
+	res, err := flow.Run(ctx, s,
 		r.checkWanted,
 		r.checkTarget,
 		r.loadClass,
@@ -250,8 +241,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.waitForSpaceRequest,
 		r.checkCredentialsSecret,
 		r.createTarget,
-	})
-	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{RequeueAfter: s.requeueAfter}, err, func(err error) {
+	)
+	return r.outcomes.Finish(ctx, req.NamespacedName, res, err, func(err error) {
 		if !s.reported {
 			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, EventProvisioningFailed, "Provision", "%v", err)
 		}
@@ -260,22 +251,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // waitForCreated stops the reconcile when the cache does not show yet an
 // object this process created: its watch event brings the claim back.
-func (r *Reconciler) waitForCreated(ctx context.Context, s *scope, kind string, key client.ObjectKey) bool {
+func (r *Reconciler) waitForCreated(ctx context.Context, kind string, key client.ObjectKey) (flow.Result, bool) {
 	left := r.created.pending(kind, key)
 	if left == 0 {
-		return false
+		return flow.Continue(), false
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("waiting for the cache to show what this provisioner created", "kind", kind, "name", key.Name)
-	s.stop = true
-	s.requeueAfter = left
-	return true
+	return flow.Stop().RequeueAfter(left), true
 }
 
 // checkWanted stops unless the claim still waits for a sandbox target: marked
 // for this provisioner, not being deleted, not naming another target in
 // spec.targetName, not bound, not lost (a lost claim is not re-provisioned:
 // its target was deleted on purpose).
-func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkWanted(ctx context.Context, s *scope) (flow.Result, error) {
 	c := s.claim
 	var why string
 	switch {
@@ -296,16 +285,15 @@ func (r *Reconciler) checkWanted(ctx context.Context, s *scope) error {
 	case c.Status.Phase == appstudiov1alpha1.DeploymentTargetClaimPhaseLost:
 		why = "lost"
 	default:
-		return nil
+		return flow.Continue(), nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("nothing to provision", "reason", why)
 	// It no longer waits: what it was told is history.
 	r.warnings.forget(client.ObjectKeyFromObject(c))
-	s.stop = true
-	return nil
+	return flow.Stop(), nil
 }
 
-func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
+func (r *Reconciler) loadClass(ctx context.Context, s *scope) (flow.Result, error) {
 	name := s.claim.Spec.DeploymentTargetClassName
 	class := &appstudiov1alpha1.DeploymentTargetClass{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
@@ -315,10 +303,9 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 			if r.warnOnce(s, topicClass, note, nil, EventClassNotFound, note) {
 				ctrl.LoggerFrom(ctx).Info("waiting for the claim's class", "class", name)
 			}
-			s.stop = true
-			return nil
+			return flow.Stop(), nil
 		}
-		return fmt.Errorf("reading DeploymentTargetClass %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading DeploymentTargetClass %s: %w", name, err)
 	}
 	s.class = class
 	if class.Spec.Parameters != nil && len(class.Spec.Parameters.Raw) > 0 {
@@ -328,8 +315,7 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 			if r.warnOnce(s, topicClass, note, class, EventInvalidParameters, note) {
 				ctrl.LoggerFrom(ctx).Info("invalid class parameters", "class", name, "error", err.Error())
 			}
-			s.stop = true
-			return nil
+			return flow.Stop(), nil
 		}
 	}
 	// The class is usable: a problem with it that comes back is new.
@@ -337,11 +323,11 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	if s.params.TierName == "" {
 		s.params.TierName = r.DefaultTierName
 	}
-	return nil
+	return flow.Continue(), nil
 }
 
 // applySpaceRequest creates the claim's one SpaceRequest unless it exists.
-func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
+func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) (flow.Result, error) {
 	name := sandbox.ObjectName(s.claim)
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	key := client.ObjectKey{Namespace: s.claim.Namespace, Name: name}
@@ -353,13 +339,14 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 		if !sr.DeletionTimestamp.IsZero() {
 			// Its deletion event brings the claim back; then a new one is made.
 			ctrl.LoggerFrom(ctx).Info("waiting for the previous SpaceRequest to go")
-			s.stop = true
+			return flow.Stop(), nil
 		}
-		return nil
+		return flow.Continue(), nil
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
-	case r.waitForCreated(ctx, s, sandbox.KindSpaceRequest, key):
-		return nil
+		return flow.Continue(), fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+	}
+	if res, wait := r.waitForCreated(ctx, sandbox.KindSpaceRequest, key); wait {
+		return res, nil
 	}
 
 	spec := map[string]any{"tierName": s.params.TierName}
@@ -398,46 +385,44 @@ func (r *Reconciler) applySpaceRequest(ctx context.Context, s *scope) error {
 		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
 	tracing.EndStep(span, err)
 	if err != nil {
-		return fmt.Errorf("applying SpaceRequest %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("applying SpaceRequest %s: %w", name, err)
 	}
 	r.created.add(sandbox.KindSpaceRequest, key)
 	ctrl.LoggerFrom(ctx).Info("created SpaceRequest; waiting for it to be Ready", "tierName", s.params.TierName)
 	// Its status change brings the claim back; should none come, the
 	// warning delay does, to say that nothing answers it.
-	s.stop = true
 	if delay, on := r.spaceRequestWarning(); on {
-		s.requeueAfter = delay
+		return flow.Stop().RequeueAfter(delay), nil
 	}
-	return nil
+	return flow.Stop(), nil
 }
 
 // waitForSpaceRequest stops until the SpaceRequest is Ready, telling the
 // claim when it is not for a reason other than provisioning in progress, or
 // takes too long (warnSpaceRequest).
-func (r *Reconciler) waitForSpaceRequest(ctx context.Context, s *scope) error {
+func (r *Reconciler) waitForSpaceRequest(ctx context.Context, s *scope) (flow.Result, error) {
 	if ok, why := sandbox.SpaceRequestReady(s.sr); !ok {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the SpaceRequest to be Ready", "status", why)
-		s.stop = true
 		return r.warnSpaceRequest(ctx, s)
 	}
 	// Ready: a later problem of this SpaceRequest (or of the next one) is new.
 	r.warnings.clear(client.ObjectKeyFromObject(s.claim), topicSpaceRequest)
-	return nil
+	return flow.Continue(), nil
 }
 
 // checkCredentialsSecret makes sure the Secret the target will point to
 // exists and holds a kubeconfig, so that no target is made with credentials
 // that cannot work.
-func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) (flow.Result, error) {
 	name := s.sr.Status.NamespaceAccess[0].SecretRef
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.claim.Namespace, Name: name}, secret)
 	if err == nil && len(secret.Data[toolchainv1alpha1.AdminKubeconfigKey]) > 0 {
-		return nil
+		return flow.Continue(), nil
 	}
 	msg := fmt.Sprintf("SpaceRequest %s is Ready but its Secret %s holds no %q", s.sr.Name, name, toolchainv1alpha1.AdminKubeconfigKey)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading Secret %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading Secret %s: %w", name, err)
 	}
 	if apierrors.IsNotFound(err) {
 		msg = fmt.Sprintf("SpaceRequest %s is Ready but its Secret %s does not exist", s.sr.Name, name)
@@ -445,12 +430,12 @@ func (r *Reconciler) checkCredentialsSecret(ctx context.Context, s *scope) error
 	r.Recorder.Eventf(s.claim, s.sr, corev1.EventTypeWarning, EventCredentialsSecretAbsent, "Provision", "%s", msg)
 	s.reported = true
 	// Retried with back-off: nothing this process watches announces it.
-	return errors.New(msg)
+	return flow.Continue(), errors.New(msg)
 }
 
 // checkTarget stops once the claim's target exists: an existing target is
 // left alone (after creation the binder owns its claimRef and status).
-func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkTarget(ctx context.Context, s *scope) (flow.Result, error) {
 	name := sandbox.ObjectName(s.claim)
 	key := client.ObjectKey{Namespace: s.claim.Namespace, Name: name}
 	err := r.Client.Get(ctx, key, &appstudiov1alpha1.DeploymentTarget{})
@@ -460,13 +445,12 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 		ctrl.LoggerFrom(ctx).V(1).Info("target exists; waiting for the binder")
 		// Provisioned: nothing it was told about applies any more.
 		r.warnings.forget(client.ObjectKeyFromObject(s.claim))
-		s.stop = true
-		return nil
+		return flow.Stop(), nil
 	case apierrors.IsNotFound(err):
-		r.waitForCreated(ctx, s, sandbox.KindTarget, key)
-		return nil
+		res, _ := r.waitForCreated(ctx, sandbox.KindTarget, key)
+		return res, nil
 	default:
-		return fmt.Errorf("reading DeploymentTarget %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading DeploymentTarget %s: %w", name, err)
 	}
 }
 
@@ -478,7 +462,7 @@ func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
 // and even then not entirely (the claim can go between the read and the
 // create), so the orphan reconciler deletes such a late target when its
 // creation event arrives (see package orphan).
-func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
+func (r *Reconciler) createTarget(ctx context.Context, s *scope) (flow.Result, error) {
 	name := sandbox.ObjectName(s.claim)
 	access := s.sr.Status.NamespaceAccess[0]
 	ctx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindClaim, "CreateDeploymentTarget",
@@ -514,11 +498,11 @@ func (r *Reconciler) createTarget(ctx context.Context, s *scope) error {
 		client.FieldOwner(sandbox.FieldManager), client.ForceOwnership)
 	tracing.EndStep(span, err)
 	if err != nil {
-		return fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("applying DeploymentTarget %s: %w", name, err)
 	}
 	r.created.add(sandbox.KindTarget, client.ObjectKey{Namespace: s.claim.Namespace, Name: name})
 	ctrl.LoggerFrom(ctx).Info("created DeploymentTarget", "target", name, "namespace", access.Name)
-	return nil
+	return flow.Continue(), nil
 }
 
 // toAny converts annotations for an unstructured object.

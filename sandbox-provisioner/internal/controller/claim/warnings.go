@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/text"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
@@ -200,17 +201,17 @@ func age(sr *toolchainv1alpha1.SpaceRequest, now time.Time) time.Duration {
 // about its SpaceRequest, which is not Ready, or asks to come back when one
 // may be due. It costs no request unless a warning is due: an overdue one is
 // confirmed with the API server first, so a SpaceRequest whose progress the
-// cache does not show yet raises no false alarm.
-func (r *Reconciler) warnSpaceRequest(ctx context.Context, s *scope) error {
+// cache does not show yet raises no false alarm. It always stops the reconcile:
+// the claim waits for its SpaceRequest.
+func (r *Reconciler) warnSpaceRequest(ctx context.Context, s *scope) (flow.Result, error) {
 	now := r.now()
 	n, wait := r.noticeFor(s.sr, now)
 	if n == nil {
-		s.requeueAfter = wait
-		return nil
+		return flow.Stop().RequeueAfter(wait), nil
 	}
 	key := client.ObjectKeyFromObject(s.claim)
 	if r.warnings.recorded(key, s.claim.UID, topicSpaceRequest, n.id) {
-		return nil
+		return flow.Stop(), nil
 	}
 	sr := s.sr
 	if n.overdue {
@@ -218,27 +219,26 @@ func (r *Reconciler) warnSpaceRequest(ctx context.Context, s *scope) error {
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sr), live); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Its deletion event brings the claim back.
-				return nil
+				return flow.Stop(), nil
 			}
-			return fmt.Errorf("reading SpaceRequest %s: %w", s.sr.Name, err)
+			return flow.Stop(), fmt.Errorf("reading SpaceRequest %s: %w", s.sr.Name, err)
 		}
 		if live.UID != s.sr.UID || !live.DeletionTimestamp.IsZero() {
-			return nil
+			return flow.Stop(), nil
 		}
 		if ok, _ := sandbox.SpaceRequestReady(live); ok {
 			// Its watch event brings the claim back.
-			return nil
+			return flow.Stop(), nil
 		}
 		if n, wait = r.noticeFor(live, now); n == nil {
-			s.requeueAfter = wait
-			return nil
+			return flow.Stop().RequeueAfter(wait), nil
 		}
 		sr = live
 	}
 	if r.warnOnce(s, topicSpaceRequest, n.id, sr, n.reason, n.note) {
 		ctrl.LoggerFrom(ctx).Info("the SpaceRequest is not Ready; told the claim", "reason", n.reason, "note", n.note)
 	}
-	return nil
+	return flow.Stop(), nil
 }
 
 // quote cuts a message longer than maxQuoted bytes in its middle, keeping as

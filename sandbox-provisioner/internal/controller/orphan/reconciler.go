@@ -49,6 +49,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
@@ -82,8 +83,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	// outcomes ends each reconcile and counts conflicts in a row per object
-	// (sandbox.Outcomes).
-	outcomes sandbox.Outcomes
+	// (flow.Outcomes).
+	outcomes flow.Outcomes
 }
 
 // SetupWithManager checks the reconciler's settings and registers it with mgr.
@@ -128,8 +129,7 @@ func targetToSpaceRequest(_ context.Context, o client.Object) []reconcile.Reques
 }
 
 type scope struct {
-	sr   *toolchainv1alpha1.SpaceRequest
-	stop bool
+	sr *toolchainv1alpha1.SpaceRequest
 	// claim is what the last claim check (the API server's, once past the
 	// cache) found.
 	claim claimUse
@@ -138,10 +138,7 @@ type scope struct {
 	orphanTarget *appstudiov1alpha1.DeploymentTarget
 }
 
-type phase func(ctx context.Context, s *scope) error
-
-// Stopped reports whether a phase ended the reconcile early.
-func (s *scope) Stopped() bool { return s.stop }
+type step = flow.Step[*scope]
 
 // Reconcile deletes the SpaceRequest if it is an orphan. The reconcile is the
 // span "SpaceRequest.Reconcile", continuing the trace handed over in the
@@ -164,14 +161,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, sr, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("claim", appstudiov1alpha1.ClaimOf(sr)))
-	err := sandbox.RunPhases(ctx, &scope{sr: sr}, []phase{
+	res, err := flow.Run(ctx, &scope{sr: sr},
 		r.checkClaim(r.Client),
 		r.checkClaim(r.APIReader), // confirm with the API server before deleting
 		r.checkTarget,
 		r.deleteUnusedSpaceRequest,
 		r.reclaimOrphanTarget,
-	})
-	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{}, err, func(err error) {
+	)
+	return r.outcomes.Finish(ctx, req.NamespacedName, res, err, func(err error) {
 		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
 	})
 }
@@ -198,7 +195,7 @@ func (r *Reconciler) reconcileLateTarget(ctx context.Context, key types.Namespac
 	ctx, span := tracing.StartReconcile(ctx, sandbox.Tracer(), sandbox.KindTarget, dt, "")
 	defer func() { tracing.EndReconcile(span, "", retErr) }()
 	// Reported on the target: the SpaceRequest may be gone.
-	return r.outcomes.Of(ctx, key, ctrl.Result{}, r.deleteLateTarget(ctx, key, dt), func(err error) {
+	return r.outcomes.Finish(ctx, key, flow.Continue(), r.deleteLateTarget(ctx, key, dt), func(err error) {
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventOrphanCleanupFailed, "Reclaim", "%v", err)
 	})
 }
@@ -321,12 +318,14 @@ func claimUseOf(ctx context.Context, reader client.Reader, namespace, name, obje
 // checkClaim stops if the SpaceRequest's claim still exists, is not being
 // deleted, is the claim the SpaceRequest was made for, and names no other
 // target.
-func (r *Reconciler) checkClaim(reader client.Reader) phase {
-	return func(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkClaim(reader client.Reader) step {
+	return func(ctx context.Context, s *scope) (flow.Result, error) {
 		use, err := claimUseOf(ctx, reader, s.sr.Namespace, appstudiov1alpha1.ClaimOf(s.sr), s.sr.Name)
 		s.claim = use
-		s.stop = err == nil && use == claimUses
-		return err
+		if err == nil && use == claimUses {
+			return flow.Stop(), nil
+		}
+		return flow.Continue(), err
 	}
 }
 
@@ -340,37 +339,35 @@ func (r *Reconciler) checkClaim(reader client.Reader) phase {
 // It asks the API server, not the cache (this is the rare deletion path):
 // a target the provisioner created a moment ago must not be missed. One it
 // creates after this read is a late target (reconcileLateTarget).
-func (r *Reconciler) checkTarget(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkTarget(ctx context.Context, s *scope) (flow.Result, error) {
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sr), dt)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return flow.Continue(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
+		return flow.Continue(), fmt.Errorf("reading DeploymentTarget %s: %w", s.sr.Name, err)
 	}
 	if s.claim == claimGone && dt.DeletionTimestamp.IsZero() && neverBound(dt) && sandbox.ProvisionedBySandbox(dt) &&
 		dt.Spec.ClaimRef != nil && dt.Spec.ClaimRef.Name == appstudiov1alpha1.ClaimOf(s.sr) {
 		s.orphanTarget = dt
-		return nil
+		return flow.Continue(), nil
 	}
-	s.stop = true
-	return nil
+	return flow.Stop(), nil
 }
 
 // deleteUnusedSpaceRequest deletes a SpaceRequest from which no target was
 // made, whatever the class's reclaimPolicy (see the package comment).
-func (r *Reconciler) deleteUnusedSpaceRequest(ctx context.Context, s *scope) error {
+func (r *Reconciler) deleteUnusedSpaceRequest(ctx context.Context, s *scope) (flow.Result, error) {
 	if s.orphanTarget != nil {
-		return nil
+		return flow.Continue(), nil
 	}
-	s.stop = true
 	className := appstudiov1alpha1.ClassOf(s.sr)
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphan")
 	err := client.IgnoreNotFound(r.Client.Delete(spanCtx, s.sr, client.Preconditions{UID: &s.sr.UID}))
 	tracing.EndStep(span, err)
 	if err != nil {
-		return fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
+		return flow.Stop(), fmt.Errorf("deleting orphaned SpaceRequest %s: %w", s.sr.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted orphaned SpaceRequest: no target was made from it", "class", className, "claimState", s.claim.String())
 	what := "is gone"
@@ -380,14 +377,14 @@ func (r *Reconciler) deleteUnusedSpaceRequest(ctx context.Context, s *scope) err
 	r.Recorder.Eventf(s.sr, nil, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
 		"Claim %s %s and no target was made from this SpaceRequest; deleted it (a reclaimPolicy keeps targets, and this SpaceRequest never backed one)",
 		appstudiov1alpha1.ClaimOf(s.sr), what)
-	return nil
+	return flow.Stop(), nil
 }
 
 // reclaimOrphanTarget applies the reclaimPolicy of the target's class to a
 // target made from the SpaceRequest for the claim that is gone, never bound:
 // Delete deletes it (and so the SpaceRequest); Retain, or a class that no
 // longer exists, keeps both.
-func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
+func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) (flow.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	dt := s.orphanTarget
 	className := orphanTargetClass(dt, s.sr)
@@ -399,7 +396,7 @@ func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
 	case className == "" || apierrors.IsNotFound(err):
 		policy, classGone = appstudiov1alpha1.ReclaimPolicyRetain, true
 	case err != nil:
-		return fmt.Errorf("reading DeploymentTargetClass %s: %w", className, err)
+		return flow.Continue(), fmt.Errorf("reading DeploymentTargetClass %s: %w", className, err)
 	case class.Spec.ReclaimPolicy != "":
 		policy = class.Spec.ReclaimPolicy
 	}
@@ -413,20 +410,20 @@ func (r *Reconciler) reclaimOrphanTarget(ctx context.Context, s *scope) error {
 		r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanRetained, "Reclaim",
 			"Claim %s is gone and target %s made from this SpaceRequest was never bound; kept both because %s",
 			appstudiov1alpha1.ClaimOf(s.sr), dt.Name, why)
-		return nil
+		return flow.Continue(), nil
 	}
 	// Deleting the target deletes the SpaceRequest first (package target).
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindSpaceRequest, "DeleteOrphanTarget")
 	err = client.IgnoreNotFound(r.Client.Delete(spanCtx, dt, client.Preconditions{UID: &dt.UID}))
 	tracing.EndStep(span, err)
 	if err != nil {
-		return fmt.Errorf("deleting orphaned DeploymentTarget %s: %w", dt.Name, err)
+		return flow.Continue(), fmt.Errorf("deleting orphaned DeploymentTarget %s: %w", dt.Name, err)
 	}
 	log.Info("deleted a target made for a claim that is gone", "target", dt.Name, "class", className)
 	r.Recorder.Eventf(s.sr, dt, corev1.EventTypeNormal, EventOrphanDeleted, "Reclaim",
 		"Claim %s went before target %s made from this SpaceRequest was bound; deleted the target (class %s, reclaimPolicy Delete)",
 		appstudiov1alpha1.ClaimOf(s.sr), dt.Name, className)
-	return nil
+	return flow.Continue(), nil
 }
 
 // orphanTargetClass is the class whose reclaimPolicy applies to dt, made from

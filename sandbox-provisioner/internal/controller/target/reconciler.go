@@ -41,6 +41,7 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
 	"github.com/terrace-dev/terrace/kit/tracing"
@@ -82,8 +83,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	// outcomes ends each reconcile and counts conflicts in a row per object
-	// (sandbox.Outcomes).
-	outcomes sandbox.Outcomes
+	// (flow.Outcomes).
+	outcomes flow.Outcomes
 
 	// deletions are SpaceRequest deletions seen in watch events, by the
 	// target of the SpaceRequest's name, for the target's next reconcile to
@@ -219,14 +220,8 @@ func spaceRequestToTarget(_ context.Context, o client.Object) []reconcile.Reques
 
 // scope is the state of one reconcile.
 type scope struct {
-	dt   *appstudiov1alpha1.DeploymentTarget
-	stop bool
+	dt *appstudiov1alpha1.DeploymentTarget
 }
-
-type phase func(ctx context.Context, s *scope) error
-
-// Stopped reports whether a phase ended the reconcile early.
-func (s *scope) Stopped() bool { return s.stop }
 
 // Reconcile keeps or releases a provisioned target's finalizer. The
 // reconcile is the span "DeploymentTarget.Reconcile", continuing the trace
@@ -253,18 +248,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() { tracing.EndReconcile(span, string(dt.Status.Phase), retErr) }()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("spaceRequest", spaceRequestName(dt)))
 	s := &scope{dt: dt}
+	var res flow.Result
 	var err error
 	if dt.DeletionTimestamp.IsZero() {
-		err = sandbox.RunPhases(ctx, s, []phase{r.ensureFinalizer, r.reportSpaceRequestDeletion})
+		res, err = flow.Run(ctx, s, r.ensureFinalizer, r.reportSpaceRequestDeletion)
 	} else {
-		err = sandbox.RunPhases(ctx, s, []phase{
+		res, err = flow.Run(ctx, s,
 			r.checkFinalizerPresent,
 			r.deleteSpaceRequest,
 			r.confirmSpaceRequestGone,
 			r.removeFinalizer,
-		})
+		)
 	}
-	return r.outcomes.Of(ctx, req.NamespacedName, ctrl.Result{}, err, func(err error) {
+	return r.outcomes.Finish(ctx, req.NamespacedName, res, err, func(err error) {
 		r.Recorder.Eventf(dt, nil, corev1.EventTypeWarning, EventDeprovisioningFailed, "Deprovision", "%v", err)
 	})
 }
@@ -286,7 +282,7 @@ func spaceRequestName(dt *appstudiov1alpha1.DeploymentTarget) string {
 
 // patchFinalizers writes a finalizer change, failing on a concurrent change
 // so that no other writer's finalizer is lost (a conflict: the reconcile
-// runs again on the newer copy, see sandbox.Outcomes).
+// runs again on the newer copy, see flow.Outcomes).
 func (r *Reconciler) patchFinalizers(ctx context.Context, dt *appstudiov1alpha1.DeploymentTarget, mutate func(client.Object) bool) error {
 	base := dt.DeepCopy()
 	if !mutate(dt) {
@@ -295,46 +291,49 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, dt *appstudiov1alpha1.
 	return r.Client.Patch(ctx, dt, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (flow.Result, error) {
 	if !sandbox.ProvisionedBySandbox(s.dt) {
-		return nil // it carries the finalizer (ours); nothing to add
+		return flow.Continue(), nil // it carries the finalizer (ours); nothing to add
 	}
 	if err := r.patchFinalizers(ctx, s.dt, func(o client.Object) bool {
 		return controllerutil.AddFinalizer(o, appstudiov1alpha1.TargetFinalizer)
 	}); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
+		return flow.Continue(), fmt.Errorf("adding finalizer: %w", err)
 	}
-	return nil
+	return flow.Continue(), nil
 }
 
-func (r *Reconciler) checkFinalizerPresent(_ context.Context, s *scope) error {
-	s.stop = !controllerutil.ContainsFinalizer(s.dt, appstudiov1alpha1.TargetFinalizer)
-	return nil
+// checkFinalizerPresent stops when the finalizer is gone: nothing is left to release.
+func (r *Reconciler) checkFinalizerPresent(_ context.Context, s *scope) (flow.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.dt, appstudiov1alpha1.TargetFinalizer) {
+		return flow.Stop(), nil
+	}
+	return flow.Continue(), nil
 }
 
 // deleteSpaceRequest deletes the target's SpaceRequest, or waits for it to go.
-func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
+func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) (flow.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	name := spaceRequestName(s.dt)
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.dt.Namespace, Name: name}, sr)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return flow.Continue(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	}
 	if !deletable(s.dt, sr) {
 		log.Info("not deleting a SpaceRequest the provisioner did not make: the target is not annotated provisioned-by and the SpaceRequest carries no claim label",
 			"provisionedBy", s.dt.Annotations[appstudiov1alpha1.ProvisionedByAnnotation])
-		return nil
+		return flow.Continue(), nil
 	}
 	if sr.DeletionTimestamp.IsZero() {
 		spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindTarget, "DeleteSpaceRequest", sandbox.AttrSpaceRequest.String(name))
 		err := client.IgnoreNotFound(r.Client.Delete(spanCtx, sr, client.Preconditions{UID: &sr.UID}))
 		tracing.EndStep(span, err)
 		if err != nil {
-			return fmt.Errorf("deleting SpaceRequest %s: %w", name, err)
+			return flow.Continue(), fmt.Errorf("deleting SpaceRequest %s: %w", name, err)
 		}
 		log.Info("deleting SpaceRequest of deleted target")
 		r.Recorder.Eventf(s.dt, sr, corev1.EventTypeNormal, EventDeletingSpaceRequest, "Deprovision",
@@ -343,8 +342,7 @@ func (r *Reconciler) deleteSpaceRequest(ctx context.Context, s *scope) error {
 		r.reportUnableToTerminate(ctx, s.dt, sr)
 	}
 	// Its deletion event brings the target back.
-	s.stop = true
-	return nil
+	return flow.Stop(), nil
 }
 
 // reportUnableToTerminate records the Warning Event
@@ -385,22 +383,21 @@ func unableEpisode(sr *toolchainv1alpha1.SpaceRequest, c *metav1.Condition) stri
 
 // confirmSpaceRequestGone asks the API server itself: the cache may lag
 // behind a SpaceRequest created moments ago.
-func (r *Reconciler) confirmSpaceRequestGone(ctx context.Context, s *scope) error {
+func (r *Reconciler) confirmSpaceRequestGone(ctx context.Context, s *scope) (flow.Result, error) {
 	name := spaceRequestName(s.dt)
 	sr := &toolchainv1alpha1.SpaceRequest{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.dt.Namespace, Name: name}, sr)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return flow.Continue(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	}
 	if !deletable(s.dt, sr) {
-		return nil // not the provisioner's: not waited for
+		return flow.Continue(), nil // not the provisioner's: not waited for
 	}
 	// Still there: the cache will catch up and bring the target back.
-	s.stop = true
-	return nil
+	return flow.Stop(), nil
 }
 
 // deletable: sr is the SpaceRequest the provisioner made for dt. A target
@@ -420,11 +417,11 @@ func deletable(dt *appstudiov1alpha1.DeploymentTarget, sr *toolchainv1alpha1.Spa
 // normal path costs nothing); the cache is read, and a SpaceRequest the
 // cache does not show is confirmed gone with the API server. The target is
 // kept: deleting it is its claim's (and its class's reclaimPolicy's) call.
-func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) error {
+func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) (flow.Result, error) {
 	key := client.ObjectKeyFromObject(s.dt)
 	uid, ok := r.deletions.take(key)
 	if !ok {
-		return nil
+		return flow.Continue(), nil
 	}
 	name := spaceRequestName(s.dt)
 	srKey := client.ObjectKey{Namespace: s.dt.Namespace, Name: name}
@@ -435,17 +432,17 @@ func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) e
 		sr = nil
 	case err != nil:
 		r.deletions.set(key, uid) // looked at again on the retry
-		return fmt.Errorf("reading SpaceRequest %s: %w", name, err)
+		return flow.Continue(), fmt.Errorf("reading SpaceRequest %s: %w", name, err)
 	case sr.DeletionTimestamp.IsZero():
-		return nil // alive: the deletion seen was of another object
+		return flow.Continue(), nil // alive: the deletion seen was of another object
 	default:
 		uid = sr.UID
 	}
 	if sr != nil && !deletable(s.dt, sr) {
-		return nil
+		return flow.Continue(), nil
 	}
 	if prev, ok := r.reported.get(key); ok && prev == uid {
-		return nil // this deletion was reported already (its delete event after its update)
+		return flow.Continue(), nil // this deletion was reported already (its delete event after its update)
 	}
 	r.reported.set(key, uid)
 	state := "is being deleted"
@@ -458,20 +455,20 @@ func (r *Reconciler) reportSpaceRequestDeletion(ctx context.Context, s *scope) e
 		"SpaceRequest %s %s, deleted by someone other than the provisioner while this target lives (phase %q): namespace %s its credentials point to goes with it. "+
 			"The target is kept; delete its claim (or the target) to let the class's reclaimPolicy clean up",
 		name, state, s.dt.Status.Phase, s.dt.Spec.KubernetesClusterCredentials.DefaultNamespace)
-	return nil
+	return flow.Continue(), nil
 }
 
-func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (flow.Result, error) {
 	spanCtx, span := tracing.StartStep(ctx, sandbox.Tracer(), sandbox.KindTarget, "RemoveFinalizer")
 	err := client.IgnoreNotFound(r.patchFinalizers(spanCtx, s.dt, func(o client.Object) bool {
 		return controllerutil.RemoveFinalizer(o, appstudiov1alpha1.TargetFinalizer)
 	}))
 	tracing.EndStep(span, err)
 	if err != nil {
-		return fmt.Errorf("removing finalizer: %w", err)
+		return flow.Continue(), fmt.Errorf("removing finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("released target: its SpaceRequest is gone")
 	r.Recorder.Eventf(s.dt, nil, corev1.EventTypeNormal, EventDeprovisioned, "Deprovision",
 		"SpaceRequest %s is gone; removed finalizer %s, so the target's deletion completes", spaceRequestName(s.dt), appstudiov1alpha1.TargetFinalizer)
-	return nil
+	return flow.Continue(), nil
 }
