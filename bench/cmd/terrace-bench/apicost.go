@@ -41,45 +41,9 @@ type apiCostResult struct {
 // prices and the requests per root object is the control plane's share of a
 // workload's CPU, which on one shared machine bounds its throughput.
 func (b *bench) apiCost(ctx context.Context, n, creators int) ([]apiCostResult, error) {
-	b.nsSeq++
-	ns := fmt.Sprintf("bench-%s-%02d-%s", b.runID, b.nsSeq, wAPICost)
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	ns := b.nextNamespace(wAPICost)
+	if err := b.createNamespace(ctx, ns); err != nil {
 		return nil, err
-	}
-	name := func(i int) string { return fmt.Sprintf("d-%04d", i) }
-	dataObject := func(i int) *lsv1alpha1.DataObject {
-		return &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Data: lsv1alpha1.NewAnyJSON([]byte(`{"greeting":"hi"}`))}
-	}
-	apply := func(i int, v string) error {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": lsv1alpha1.SchemeGroupVersion.String(), "kind": "DataObject",
-			"metadata": map[string]any{"namespace": ns, "name": name(i), "labels": map[string]any{"bench": v}},
-		}}
-		return b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("terrace-bench"), client.ForceOwnership)
-	}
-	kinds := []struct {
-		request string
-		do      func(i int) error
-	}{
-		{"create (custom resource)", func(i int) error { return b.c.Create(ctx, dataObject(i)) }},
-		{"get (custom resource)", func(i int) error {
-			return b.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name(i)}, &lsv1alpha1.DataObject{})
-		}},
-		{"merge patch (custom resource)", func(i int) error {
-			return b.c.Patch(ctx, dataObject(i), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"bench":"1"}}}`)))
-		}},
-		{"server-side apply (custom resource)", func(i int) error { return apply(i, "1") }},
-		{"create (ConfigMap)", func(i int) error {
-			return b.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Data: map[string]string{"a": "b"}})
-		}},
-		{"create (Event)", func(i int) error {
-			return b.c.Create(ctx, &eventsv1.Event{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bench-"}, EventTime: metav1.NowMicro(),
-				Type: corev1.EventTypeNormal, Reason: "Succeeded", Action: "Reconcile", Note: "job succeeded",
-				ReportingController: "terrace-bench", ReportingInstance: "terrace-bench",
-				Regarding: corev1.ObjectReference{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "DataObject", Namespace: ns, Name: name(i)},
-			})
-		}},
 	}
 	var out []apiCostResult
 	// The objects go when the prices are taken, so the workloads after this
@@ -89,30 +53,87 @@ func (b *bench) apiCost(ctx context.Context, n, creators int) ([]apiCostResult, 
 			fmt.Fprintf(os.Stderr, "==> %s: %v\n", wAPICost, err)
 		}
 	}()
-	for _, k := range kinds {
-		if err := b.count.WaitQuiet(ctx, quietWindow, quietTimeout); err != nil {
-			return out, err
-		}
-		before, err := b.controlPlaneCPU()
+	for _, k := range b.costKinds(ctx, ns) {
+		r, err := b.price(ctx, k, n, creators)
 		if err != nil {
 			return out, err
 		}
-		start := time.Now()
-		if err := inParallel(n, creators, k.do); err != nil {
-			return out, fmt.Errorf("%s: %w", k.request, err)
-		}
-		wall := time.Since(start)
-		after, err := b.controlPlaneCPU()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, apiCostResult{
-			Request: k.request, N: n, WallSeconds: wall.Seconds(),
-			APIServerMsPerReq: (after["kube-apiserver"] - before["kube-apiserver"]) * 1000 / float64(n),
-			EtcdMsPerReq:      (after["etcd"] - before["etcd"]) * 1000 / float64(n),
-		})
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// costKind is one kind of request apiCost prices; do sends the i-th.
+type costKind struct {
+	request string
+	do      func(i int) error
+}
+
+// costKinds are the kinds of request apiCost prices, in order: the gets,
+// patches and applies find the objects the creates before them made.
+func (b *bench) costKinds(ctx context.Context, ns string) []costKind {
+	return []costKind{
+		{"create (custom resource)", func(i int) error { return b.c.Create(ctx, costDataObject(ns, i)) }},
+		{"get (custom resource)", func(i int) error {
+			return b.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: costObjectName(i)}, &lsv1alpha1.DataObject{})
+		}},
+		{"merge patch (custom resource)", func(i int) error {
+			return b.c.Patch(ctx, costDataObject(ns, i), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"bench":"1"}}}`)))
+		}},
+		{"server-side apply (custom resource)", func(i int) error { return b.applyDataObject(ctx, ns, i, "1") }},
+		{"create (ConfigMap)", func(i int) error {
+			return b.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: costObjectName(i)}, Data: map[string]string{"a": "b"}})
+		}},
+		{"create (Event)", func(i int) error {
+			return b.c.Create(ctx, &eventsv1.Event{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bench-"}, EventTime: metav1.NowMicro(),
+				Type: corev1.EventTypeNormal, Reason: "Succeeded", Action: "Reconcile", Note: "job succeeded",
+				ReportingController: "terrace-bench", ReportingInstance: "terrace-bench",
+				Regarding: corev1.ObjectReference{APIVersion: lsv1alpha1.SchemeGroupVersion.String(), Kind: "DataObject", Namespace: ns, Name: costObjectName(i)},
+			})
+		}},
+	}
+}
+
+func costObjectName(i int) string { return fmt.Sprintf("d-%04d", i) }
+
+func costDataObject(ns string, i int) *lsv1alpha1.DataObject {
+	return &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: costObjectName(i)}, Data: lsv1alpha1.NewAnyJSON([]byte(`{"greeting":"hi"}`))}
+}
+
+// applyDataObject server-side applies the i-th DataObject with label bench=v.
+func (b *bench) applyDataObject(ctx context.Context, ns string, i int, v string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": lsv1alpha1.SchemeGroupVersion.String(), "kind": "DataObject",
+		"metadata": map[string]any{"namespace": ns, "name": costObjectName(i), "labels": map[string]any{"bench": v}},
+	}}
+	return b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("terrace-bench"), client.ForceOwnership)
+}
+
+// price sends n requests of kind k, once the Terrace processes are quiet,
+// and divides kube-apiserver's and etcd's CPU time by n.
+func (b *bench) price(ctx context.Context, k costKind, n, creators int) (apiCostResult, error) {
+	if err := b.count.WaitQuiet(ctx, quietWindow, quietTimeout); err != nil {
+		return apiCostResult{}, err
+	}
+	before, err := b.controlPlaneCPU()
+	if err != nil {
+		return apiCostResult{}, err
+	}
+	start := time.Now()
+	if err := inParallel(n, creators, k.do); err != nil {
+		return apiCostResult{}, fmt.Errorf("%s: %w", k.request, err)
+	}
+	wall := time.Since(start)
+	after, err := b.controlPlaneCPU()
+	if err != nil {
+		return apiCostResult{}, err
+	}
+	return apiCostResult{
+		Request: k.request, N: n, WallSeconds: wall.Seconds(),
+		APIServerMsPerReq: (after["kube-apiserver"] - before["kube-apiserver"]) * 1000 / float64(n),
+		EtcdMsPerReq:      (after["etcd"] - before["etcd"]) * 1000 / float64(n),
+	}, nil
 }
 
 // removeNamespace deletes ns and waits (bounded) until it is gone.
