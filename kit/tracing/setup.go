@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -75,92 +76,130 @@ func Setup(ctx context.Context, serviceName string) (shutdown func(context.Conte
 		return noShutdown, nil
 	}
 
-	var (
-		opts      []sdktrace.TracerProviderOption
-		exporters []sdktrace.SpanExporter
-		files     []io.Closer
-	)
-	// release undoes a half-built setup so that a failed Setup leaves no
-	// connection or open file behind.
-	release := func() {
-		for _, e := range exporters {
-			_ = e.Shutdown(ctx)
-		}
-		for _, f := range files {
-			_ = f.Close()
-		}
+	var p pipeline
+	name, err := p.build(ctx, cfg, serviceName)
+	if err != nil {
+		// A failed Setup leaves no connection or open file behind.
+		p.release(ctx)
+		return noShutdown, err
 	}
+	logErrors(log)
+	tp := sdktrace.NewTracerProvider(p.opts...)
+	Install(tp)
+	log.Info("tracing enabled", "serviceName", name,
+		"otlp", cfg.otlp, "protocol", cfg.protocol, "console", cfg.console, "file", cfg.file)
+	return p.shutdown(tp), nil
+}
 
+// pipeline is the tracer provider's exporters and resource, and what they
+// hold open.
+type pipeline struct {
+	opts      []sdktrace.TracerProviderOption
+	exporters []sdktrace.SpanExporter
+	files     []io.Closer
+}
+
+// build adds the exporters cfg asks for and the resource naming the service;
+// it returns the service name.
+func (p *pipeline) build(ctx context.Context, cfg config, serviceName string) (string, error) {
 	if cfg.otlp {
-		var exp sdktrace.SpanExporter
-		if cfg.protocol == protocolGRPC {
-			exp, err = otlptracegrpc.New(ctx)
-		} else {
-			exp, err = otlptracehttp.New(ctx)
+		if err := p.addOTLP(ctx, cfg.protocol); err != nil {
+			return "", err
 		}
-		if err != nil {
-			return noShutdown, fmt.Errorf("creating OTLP trace exporter: %w", err)
-		}
-		exporters = append(exporters, exp)
-		// Batching keeps span export off the reconcile path.
-		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
 	if cfg.console {
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
-		if err != nil {
-			release()
-			return noShutdown, fmt.Errorf("creating console trace exporter: %w", err)
+		if err := p.addConsole(); err != nil {
+			return "", err
 		}
-		exporters = append(exporters, exp)
-		opts = append(opts, sdktrace.WithSyncer(exp))
 	}
 	if cfg.file != "" {
-		f, err := os.OpenFile(cfg.file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			release()
-			return noShutdown, fmt.Errorf("opening %s: %w", TracesFileEnv, err)
+		if err := p.addFile(cfg.file); err != nil {
+			return "", err
 		}
-		files = append(files, f)
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
-		if err != nil {
-			release()
-			return noShutdown, fmt.Errorf("creating file trace exporter: %w", err)
-		}
-		exporters = append(exporters, exp)
-		opts = append(opts, sdktrace.WithSyncer(exp))
 	}
-
 	name := serviceNameFromEnv(serviceName)
 	res, err := resource.Merge(resource.Default(),
 		resource.NewSchemaless(semconv.ServiceNameKey.String(name)))
 	if err != nil {
-		release()
-		return noShutdown, fmt.Errorf("building trace resource: %w", err)
+		return "", fmt.Errorf("building trace resource: %w", err)
 	}
-	opts = append(opts, sdktrace.WithResource(res))
+	p.opts = append(p.opts, sdktrace.WithResource(res))
+	return name, nil
+}
 
-	// Export failures are reported through OpenTelemetry's global handler;
-	// route them into the structured log instead of the standard library log.
+func (p *pipeline) addOTLP(ctx context.Context, protocol string) error {
+	var exp sdktrace.SpanExporter
+	var err error
+	if protocol == protocolGRPC {
+		exp, err = otlptracegrpc.New(ctx)
+	} else {
+		exp, err = otlptracehttp.New(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("creating OTLP trace exporter: %w", err)
+	}
+	p.exporters = append(p.exporters, exp)
+	// Batching keeps span export off the reconcile path.
+	p.opts = append(p.opts, sdktrace.WithBatcher(exp))
+	return nil
+}
+
+func (p *pipeline) addConsole() error {
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
+	if err != nil {
+		return fmt.Errorf("creating console trace exporter: %w", err)
+	}
+	p.exporters = append(p.exporters, exp)
+	p.opts = append(p.opts, sdktrace.WithSyncer(exp))
+	return nil
+}
+
+// addFile appends spans as JSON lines to the file at path.
+func (p *pipeline) addFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", TracesFileEnv, err)
+	}
+	p.files = append(p.files, f)
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
+	if err != nil {
+		return fmt.Errorf("creating file trace exporter: %w", err)
+	}
+	p.exporters = append(p.exporters, exp)
+	p.opts = append(p.opts, sdktrace.WithSyncer(exp))
+	return nil
+}
+
+// release undoes a half-built pipeline.
+func (p *pipeline) release(ctx context.Context) {
+	for _, e := range p.exporters {
+		_ = e.Shutdown(ctx)
+	}
+	for _, f := range p.files {
+		_ = f.Close()
+	}
+}
+
+// shutdown flushes tp and closes the files; the provider shuts the exporters
+// down first, so the files they write to are closed only afterwards.
+func (p *pipeline) shutdown(tp *sdktrace.TracerProvider) func(context.Context) error {
+	return func(ctx context.Context) error {
+		enabled.Store(false)
+		errs := []error{tp.Shutdown(ctx)}
+		for _, f := range p.files {
+			errs = append(errs, f.Close())
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// logErrors routes export failures, which OpenTelemetry reports through its
+// global handler, into the structured log instead of the standard library log.
+func logErrors(log logr.Logger) {
 	otel.SetLogger(log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Error(err, "OpenTelemetry error")
 	}))
-
-	tp := sdktrace.NewTracerProvider(opts...)
-	Install(tp)
-	log.Info("tracing enabled", "serviceName", name,
-		"otlp", cfg.otlp, "protocol", cfg.protocol, "console", cfg.console, "file", cfg.file)
-
-	return func(ctx context.Context) error {
-		enabled.Store(false)
-		// The provider flushes and shuts down the exporters; the files
-		// they write to are closed only afterwards.
-		errs := []error{tp.Shutdown(ctx)}
-		for _, f := range files {
-			errs = append(errs, f.Close())
-		}
-		return errors.Join(errs...)
-	}, nil
 }
 
 // config is what the environment asks for.
