@@ -56,8 +56,29 @@ func New(component string, scheme *runtime.Scheme, o Options) (ctrl.Manager, err
 	if leaderElectionID == "" {
 		leaderElectionID = component + ".terrace.dev"
 	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(scheme, log, leaderElectionID, o))
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := addHealthChecks(mgr); err != nil {
+		return nil, err
+	}
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	log.Info("manager configured",
+		"host", cfg.Host,
+		"metricsBindAddress", o.MetricsBindAddress,
+		"healthProbeBindAddress", o.HealthProbeBindAddress,
+		"leaderElect", o.LeaderElect,
+		"leaderElectionID", leaderElectionID,
+		"concurrency", o.Concurrency,
+		"kubeAPIQPS", o.KubeAPIQPS,
+		"kubeAPIBurst", o.KubeAPIBurst,
+	)
+	return mgr, nil
+}
+
+func managerOptions(scheme *runtime.Scheme, log logr.Logger, leaderElectionID string, o Options) ctrl.Options {
+	return ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -77,34 +98,23 @@ func New(component string, scheme *runtime.Scheme, o Options) (ctrl.Manager, err
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(o.GracefulShutdownTimeout),
 		Controller:                    o.ControllerConfig(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+}
 
-	// Alive (healthz) as soon as the HTTP server is up. Ready (readyz) only
-	// once the informer caches have synced: a process whose caches never
-	// sync (an informer that cannot list: missing RBAC, an API server
-	// without a field the cache selects on) must not look ready. Binaries
-	// with caches of their own add a CacheSynced check for each.
+// addHealthChecks makes the process alive (healthz) as soon as the HTTP
+// server is up, and ready (readyz) only once the informer caches have
+// synced: a process whose caches never sync (an informer that cannot list:
+// missing RBAC, an API server without a field the cache selects on) must not
+// look ready. Binaries with caches of their own add a CacheSynced check for
+// each.
+func addHealthChecks(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding healthz check: %w", err)
+		return fmt.Errorf("adding healthz check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", CacheSynced(mgr.GetCache())); err != nil {
-		return nil, fmt.Errorf("adding readyz check: %w", err)
+		return fmt.Errorf("adding readyz check: %w", err)
 	}
-
-	log.Info("manager configured",
-		"host", cfg.Host,
-		"metricsBindAddress", o.MetricsBindAddress,
-		"healthProbeBindAddress", o.HealthProbeBindAddress,
-		"leaderElect", o.LeaderElect,
-		"leaderElectionID", leaderElectionID,
-		"concurrency", o.Concurrency,
-		"kubeAPIQPS", o.KubeAPIQPS,
-		"kubeAPIBurst", o.KubeAPIBurst,
-	)
-	return mgr, nil
+	return nil
 }
 
 // Run starts the manager and blocks until ctx is cancelled (normally by
