@@ -10,15 +10,15 @@ import (
 
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller"
 )
 
 func main() {
-	var opts controllers.Options
-	app.Main(controllers.Component, app.Setup{
+	var opts controller.Options
+	app.Main(controller.Component, app.Setup{
 		BindFlags: opts.BindFlags,
 		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
-			return controllers.AddToManager(mgr, opts)
+			return controller.AddToManager(mgr, opts)
 		},
 	})
 }

@@ -1,6 +1,6 @@
-// Package controllers wires the spacerequest-stub's reconcilers into a
+// Package controller wires the spacerequest-stub's reconcilers into a
 // controller-runtime manager; the binary and tests call AddToManager.
-package controllers
+package controller
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terrace-dev/terrace/kit/manager"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
 // Component is the binary's name, used for the event recorder.

@@ -29,8 +29,8 @@ import (
 	"github.com/terrace-dev/terrace/kit/app"
 	"github.com/terrace-dev/terrace/kit/manager"
 	"github.com/terrace-dev/terrace/kit/testenv"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
 // terminationTimeout is short so that UnableToTerminate shows within a test.
@@ -79,9 +79,9 @@ const (
 	stubServiceAccount = "spacerequest-stub"
 	// generatedRole is the stub's ClusterRole, generated from the
 	// +kubebuilder:rbac markers (make generate-rbac).
-	generatedRole = "../../../config/rbac/spacerequest-stub/role.yaml"
+	generatedRole = "../../../../config/rbac/spacerequest-stub/role.yaml"
 	// writePolicy limits what the stub writes beyond what RBAC can say.
-	writePolicy = "../../../config/policies/spacerequest-stub.yaml"
+	writePolicy = "../../../../config/policies/spacerequest-stub.yaml"
 )
 
 // installWritePolicy installs the stub's ValidatingAdmissionPolicy and its
@@ -196,7 +196,7 @@ func run(m *testing.M) int {
 }
 
 func startManager(ctx context.Context) (<-chan struct{}, error) {
-	log, err := manager.SetupLogging(controllers.Component, manager.Options{LogLevel: "info", LogFormat: "console"})
+	log, err := manager.SetupLogging(controller.Component, manager.Options{LogLevel: "info", LogFormat: "console"})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func startManager(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	stub, err = controllers.Setup(mgr, controllers.Options{TerminationTimeout: terminationTimeout})
+	stub, err = controller.Setup(mgr, controller.Options{TerminationTimeout: terminationTimeout})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
 	"github.com/terrace-dev/terrace/kit/tracing"
 	"github.com/terrace-dev/terrace/kit/tracing/tracingtest"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
 // consistency is how long a value must stay put.

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
 // TestGeneratedRoleGrantsOnlyWhatTheStubProvisions: the stub's generated

@@ -22,7 +22,7 @@ import (
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/observabilitytest"
-	"github.com/terrace-dev/terrace/spacerequest-stub/controllers/spacerequest"
+	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
 // refuseNamespaceDeletion installs a ValidatingAdmissionPolicy refusing the
