@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -121,4 +122,21 @@ func ConflictRetryAfter(streak int) time.Duration {
 		d *= 2
 	}
 	return min(d, MaxConflictRetry)
+}
+
+// Combine is the error a reconcile ends with, from its steps' error and the
+// error of its status write: a conflict of the write decides over a step
+// that only stopped (stalled, waiting, or a conflict itself); over a step's
+// failure it stays silent, as the failure is what is reported.
+func Combine(stepErr, writeErr error) error {
+	switch {
+	case writeErr == nil:
+		return stepErr
+	case stepErr == nil, apierrors.IsConflict(stepErr), IsStalled(stepErr), IsWaiting(stepErr):
+		return writeErr
+	case apierrors.IsConflict(writeErr):
+		return stepErr
+	default:
+		return errors.Join(stepErr, writeErr)
+	}
 }

@@ -211,3 +211,39 @@ func TestConflictRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestCombine: the write's conflict decides over a step that only stopped,
+// a step's failure decides over the write's conflict, and two failures are
+// both kept.
+func TestCombine(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "t", errors.New("modified"))
+	failed := errors.New("step failed")
+	writeFailed := errors.New("write failed")
+	stalled := Stalledf("Bad", "bad config")
+	for _, c := range []struct {
+		name        string
+		step, write error
+		want        []error
+		wantNil     bool
+	}{
+		{name: "nothing", wantNil: true},
+		{name: "step only", step: failed, want: []error{failed}},
+		{name: "write only", write: writeFailed, want: []error{writeFailed}},
+		{name: "stalled step, write conflict", step: stalled, write: conflict, want: []error{conflict}},
+		{name: "step failure, write conflict", step: failed, write: conflict, want: []error{failed}},
+		{name: "both fail", step: failed, write: writeFailed, want: []error{failed, writeFailed}},
+	} {
+		got := Combine(c.step, c.write)
+		if c.wantNil != (got == nil) {
+			t.Errorf("%s: Combine = %v", c.name, got)
+		}
+		for _, w := range c.want {
+			if !errors.Is(got, w) {
+				t.Errorf("%s: Combine = %v, want it to hold %v", c.name, got, w)
+			}
+		}
+		if c.name == "step failure, write conflict" && apierrors.IsConflict(got) {
+			t.Errorf("%s: the write's conflict hides the step's failure: %v", c.name, got)
+		}
+	}
+}

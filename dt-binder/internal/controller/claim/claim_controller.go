@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -162,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			persisted = ""
 		}
 	}
-	out, retErr := r.outcomes.Finish(ctx, s.key, res, outcome(stepErr, writeErr), r.report(s, claim.DeletionTimestamp != nil))
+	out, retErr := r.outcomes.Finish(ctx, s.key, res, flow.Combine(stepErr, writeErr), r.report(s, claim.DeletionTimestamp != nil))
 	if s.gone {
 		observability.Claims.Forget(req.Namespace, req.Name)
 	} else {
@@ -178,21 +177,4 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.ownWrites.Forget(key)
 	r.outcomes.Forget(key)
 	observability.Claims.Forget(key.Namespace, key.Name)
-}
-
-// outcome is the error a reconcile ends with, from its steps' error and its
-// write's: a conflict of the write decides over a step that only stopped
-// (stalled, waiting, or a conflict itself), and over a step's failure it
-// stays silent, as the failure is what is reported.
-func outcome(stepErr, writeErr error) error {
-	switch {
-	case writeErr == nil:
-		return stepErr
-	case stepErr == nil, apierrors.IsConflict(stepErr), flow.IsStalled(stepErr), flow.IsWaiting(stepErr):
-		return writeErr
-	case apierrors.IsConflict(writeErr):
-		return stepErr
-	default:
-		return errors.Join(stepErr, writeErr)
-	}
 }
