@@ -78,34 +78,9 @@ func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 		}
 		ca = data
 	}
-	// A cache of the edit ClusterRole alone (list/watch with a field
-	// selector on its name, which its resourceNames-restricted RBAC allows).
-	roles, err := cache.New(cfg, cache.Options{
-		Scheme:     mgr.GetScheme(),
-		Mapper:     mgr.GetRESTMapper(),
-		HTTPClient: mgr.GetHTTPClient(),
-		ByObject: map[client.Object]cache.ByObject{
-			&rbacv1.ClusterRole{}: {Field: fields.OneTermEqualSelector("metadata.name", spacerequest.EditClusterRole)},
-		},
-	})
+	roles, managed, err := addCaches(mgr)
 	if err != nil {
-		return nil, fmt.Errorf("spacerequest-stub: creating the ClusterRole cache: %w", err)
-	}
-	// A cache of the metadata of what the stub made (namespaces,
-	// ServiceAccounts, RoleBindings, Secrets carrying its label), and nothing
-	// else: the manager's cache would list every such object in the cluster.
-	// The reconciler must never read these kinds through the manager's
-	// client, which would start an unfiltered informer for them.
-	managedOpts := spacerequest.ManagedCacheOptions()
-	managedOpts.Scheme, managedOpts.Mapper, managedOpts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
-	managed, err := cache.New(cfg, managedOpts)
-	if err != nil {
-		return nil, fmt.Errorf("spacerequest-stub: creating the cache of provisioned objects: %w", err)
-	}
-	for name, c := range map[string]cache.Cache{"clusterrole-cache": roles, "provisioned-objects-cache": managed} {
-		if err := manager.AddCache(mgr, name, c); err != nil {
-			return nil, fmt.Errorf("spacerequest-stub: %w", err)
-		}
+		return nil, err
 	}
 	r := &spacerequest.Reconciler{
 		Client:             mgr.GetClient(),
@@ -123,4 +98,40 @@ func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 		return nil, fmt.Errorf("spacerequest-stub: %w", err)
 	}
 	return r, nil
+}
+
+// addCaches adds to mgr the stub's two caches: one of the edit ClusterRole
+// alone (list/watch with a field selector on its name, which its
+// resourceNames-restricted RBAC allows), and one of the metadata of what
+// the stub made.
+func addCaches(mgr ctrl.Manager) (roles, managed cache.Cache, err error) {
+	cfg := mgr.GetConfig()
+	roles, err = cache.New(cfg, cache.Options{
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		HTTPClient: mgr.GetHTTPClient(),
+		ByObject: map[client.Object]cache.ByObject{
+			&rbacv1.ClusterRole{}: {Field: fields.OneTermEqualSelector("metadata.name", spacerequest.EditClusterRole)},
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("spacerequest-stub: creating the ClusterRole cache: %w", err)
+	}
+	// A cache of the metadata of what the stub made (namespaces,
+	// ServiceAccounts, RoleBindings, Secrets carrying its label), and nothing
+	// else: the manager's cache would list every such object in the cluster.
+	// The reconciler must never read these kinds through the manager's
+	// client, which would start an unfiltered informer for them.
+	managedOpts := spacerequest.ManagedCacheOptions()
+	managedOpts.Scheme, managedOpts.Mapper, managedOpts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	managed, err = cache.New(cfg, managedOpts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spacerequest-stub: creating the cache of provisioned objects: %w", err)
+	}
+	for name, c := range map[string]cache.Cache{"clusterrole-cache": roles, "provisioned-objects-cache": managed} {
+		if err := manager.AddCache(mgr, name, c); err != nil {
+			return nil, nil, fmt.Errorf("spacerequest-stub: %w", err)
+		}
+	}
+	return roles, managed, nil
 }
