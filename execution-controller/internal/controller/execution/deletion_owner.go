@@ -45,6 +45,12 @@ func (r *Reconciler) ownsDeletion(ctx context.Context, exec *lsv1alpha1.Executio
 	key := client.ObjectKeyFromObject(exec)
 	running := jobid.HasNewJob(st.JobID, st.JobIDFinished)
 	if running && !deletePhase(st.Phase) {
+		if !exec.DeletionTimestamp.IsZero() {
+			// A deletion job the installation handed over and this
+			// reconcile starts: remembered as the installation's, so that
+			// its later reconciles need not read the installation.
+			r.deletionJobs.set(key, st.JobID, false)
+		}
 		return false, nil
 	}
 	if running {
