@@ -41,9 +41,11 @@ func (a *AnyJSON) UnmarshalJSON(data []byte) error {
 type ObjectReference struct {
 	// Name of the referenced object.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Namespace of the referenced object; empty means the referrer's namespace.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 }
 
@@ -61,9 +63,11 @@ type NamedObjectReference struct {
 type LocalSecretReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Key in the Secret's data.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key,omitempty"`
 }
 
@@ -94,5 +98,6 @@ type ErrorCode string
 // It is a string on the wire, so the schema can check its shape at apply time.
 //
 // +kubebuilder:validation:Type=string
+// +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:Pattern=`^(none|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 type Duration string

@@ -10,6 +10,7 @@ type DeployItemSpec struct {
 	// Type selects the deployer responsible for this item, e.g.
 	// landscaper.gardener.cloud/kubernetes-manifest.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Type string `json:"type"`
 	// Target is the Target the item is applied to. Only Targets in the item's own
 	// namespace may be referenced.
@@ -17,6 +18,7 @@ type DeployItemSpec struct {
 	Target *ObjectReference `json:"target,omitempty"`
 	// Context names the Context object in the item's namespace ("default" if empty).
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Context string `json:"context,omitempty"`
 	// Config is the deployer-specific provider configuration; only the
 	// deployer of spec.type reads it.

@@ -15,12 +15,14 @@ type DeployItemTemplate struct {
 	Name string `json:"name"`
 	// Type selects the deployer (DeployItem spec.type).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Type string `json:"type"`
 	// Target the item is applied to.
 	// +optional
 	Target *ObjectReference `json:"target,omitempty"`
 	// Labels are added to the created DeployItem.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=128
 	Labels map[string]string `json:"labels,omitempty"`
 	// Config is the deployer-specific provider configuration.
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -41,6 +43,7 @@ type DeployItemTemplate struct {
 type ExecutionSpec struct {
 	// Context names the Context handed to every deploy item.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Context string `json:"context,omitempty"`
 	// DeployItems are created, updated and deleted to match this list.
 	// +optional

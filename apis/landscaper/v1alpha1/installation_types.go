@@ -13,6 +13,7 @@ type InlineBlueprint struct {
 	// Filesystem maps file names to their content. It must hold blueprint.yaml;
 	// sub-installation templates may reference other files in it.
 	// +kubebuilder:validation:XValidation:rule="'blueprint.yaml' in self",message="an inline blueprint's filesystem must contain blueprint.yaml"
+	// +kubebuilder:validation:MaxProperties=1000
 	Filesystem map[string]string `json:"filesystem"`
 }
 
@@ -29,6 +30,7 @@ type BlueprintDefinition struct {
 type DataImport struct {
 	// Name of the import as the blueprint declares it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// DataRef names a DataObject in the installation's namespace (or an export
 	// name of a sibling, which is a DataObject the controller writes).
@@ -47,9 +49,11 @@ type DataImport struct {
 type LocalConfigMapReference struct {
 	// Name of the ConfigMap.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Key in the ConfigMap's data.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key,omitempty"`
 }
 
@@ -57,9 +61,11 @@ type LocalConfigMapReference struct {
 type TargetImport struct {
 	// Name of the import as the blueprint declares it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Target names a Target in the installation's namespace, or an export of a sibling.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Target string `json:"target"`
 }
 
@@ -73,6 +79,7 @@ type InstallationImports struct {
 	Data []DataImport `json:"data,omitempty"`
 	// Target imports.
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
 	// +listType=map
 	// +listMapKey=name
 	Targets []TargetImport `json:"targets,omitempty"`
@@ -82,9 +89,11 @@ type InstallationImports struct {
 type DataExport struct {
 	// Name of the export as the blueprint declares it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// DataRef is the name of the DataObject written.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	DataRef string `json:"dataRef"`
 }
 
@@ -92,9 +101,11 @@ type DataExport struct {
 type TargetExport struct {
 	// Name of the export as the blueprint declares it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Target is the name of the Target written.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Target string `json:"target"`
 }
 
@@ -102,11 +113,13 @@ type TargetExport struct {
 type InstallationExports struct {
 	// Data exports.
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
 	// +listType=map
 	// +listMapKey=name
 	Data []DataExport `json:"data,omitempty"`
 	// Target exports.
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
 	// +listType=map
 	// +listMapKey=name
 	Targets []TargetExport `json:"targets,omitempty"`
@@ -116,6 +129,7 @@ type InstallationExports struct {
 type InstallationSpec struct {
 	// Context names the Context object of the installation ("default" if empty).
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Context string `json:"context,omitempty"`
 	// Blueprint is the installation's blueprint.
 	Blueprint BlueprintDefinition `json:"blueprint"`

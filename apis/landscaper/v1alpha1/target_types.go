@@ -9,6 +9,7 @@ import (
 type TargetSpec struct {
 	// Type of the target, e.g. landscaper.gardener.cloud/kubernetes-cluster.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Type string `json:"type"`
 	// Config is the type-specific configuration; for kubernetes-cluster targets
 	// {"kubeconfig": "<kubeconfig YAML>"}.
