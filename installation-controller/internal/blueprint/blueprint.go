@@ -39,6 +39,9 @@ type Blueprint struct {
 	SubinstallationExecutions []Execution
 	// Files is the blueprint's filesystem.
 	Files map[string]string
+	// LocalTypes are the JSON schemas the blueprint names for its
+	// fields' schemas to refer to (`$ref: local://<name>`).
+	LocalTypes map[string]any
 }
 
 // FieldDefinition declares one import or export.
@@ -146,7 +149,9 @@ func Parse(files map[string]string) (*Blueprint, error) {
 			bp.SubinstallationExecutions, err = parseExecutions(val, files)
 		case "subinstallations":
 			bp.Subinstallations, err = parseSubinstallations(val, files)
-		case "apiVersion", "kind", "jsonSchema", "jsonSchemaVersion", "localTypes", "annotations":
+		case "localTypes":
+			bp.LocalTypes, err = parseLocalTypes(val)
+		case "apiVersion", "kind", "jsonSchema", "jsonSchemaVersion", "annotations":
 		default:
 			err = errorf(lsv1alpha1.BlueprintFileName, root.Content[i].Line, "unknown field %q", key)
 		}
@@ -171,6 +176,15 @@ func checkUnique(bp *Blueprint) error {
 		}
 	}
 	return nil
+}
+
+func parseLocalTypes(n *yaml.Node) (map[string]any, error) {
+	var raw map[string]any
+	if err := n.Decode(&raw); err != nil {
+		return nil, errorf(lsv1alpha1.BlueprintFileName, n.Line, "localTypes must map type names to JSON schemas: %v", err)
+	}
+	types, _ := normalize(raw).(map[string]any)
+	return types, nil
 }
 
 type rawField struct {

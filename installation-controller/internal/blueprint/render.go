@@ -1,6 +1,7 @@
 package blueprint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -26,6 +27,16 @@ func (e *ImportError) Error() string { return fmt.Sprintf("import %q: %s", e.Nam
 // their targetType. targetTypes maps each target import to its Target's type.
 // It returns the values templates see as .imports.
 func (b *Blueprint) CompleteImports(values map[string]any, targetTypes map[string]string) (map[string]any, error) {
+	return b.CompleteImportsContext(context.Background(), values, targetTypes)
+}
+
+// CompleteImportsContext is CompleteImports within ctx, whose deadline is
+// the reconcile's.
+func (b *Blueprint) CompleteImportsContext(ctx context.Context, values map[string]any, targetTypes map[string]string) (map[string]any, error) {
+	schemas, err := b.schemas()
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]any, len(values))
 	for k, v := range values {
 		out[k] = v
@@ -53,7 +64,7 @@ func (b *Blueprint) CompleteImports(values map[string]any, targetTypes map[strin
 				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("target has type %q, the blueprint requires %q", tt, def.TargetType)}
 			}
 		default:
-			if err := schema.Validate("import "+def.Name, def.Schema, v); err != nil {
+			if err := schemas.Validate(ctx, importField(def.Name), v); err != nil {
 				return nil, &ImportError{Name: def.Name, Msg: err.Error()}
 			}
 		}
@@ -70,16 +81,48 @@ func specList(typ string) string {
 
 // ValidateExports checks export values against the blueprint's export schemas.
 func (b *Blueprint) ValidateExports(values map[string]any) error {
+	return b.ValidateExportsContext(context.Background(), values)
+}
+
+// ValidateExportsContext is ValidateExports within ctx, whose deadline is
+// the reconcile's.
+func (b *Blueprint) ValidateExportsContext(ctx context.Context, values map[string]any) error {
+	schemas, err := b.schemas()
+	if err != nil {
+		return err
+	}
 	for _, def := range b.Exports {
 		v, ok := values[def.Name]
 		if !ok || def.Type != TypeData {
 			continue
 		}
-		if err := schema.Validate("export "+def.Name, def.Schema, v); err != nil {
+		if err := schemas.Validate(ctx, exportField(def.Name), v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func importField(name string) string { return "import " + name }
+
+func exportField(name string) string { return "export " + name }
+
+// schemas returns the blueprint's data schemas compiled, with its localTypes
+// and files to refer to; a blueprint seen before is found in the schema
+// package's cache.
+func (b *Blueprint) schemas() (*schema.Set, error) {
+	fields := map[string]any{}
+	for _, def := range b.Imports {
+		if def.Type == TypeData && def.Schema != nil {
+			fields[importField(def.Name)] = def.Schema
+		}
+	}
+	for _, def := range b.Exports {
+		if def.Type == TypeData && def.Schema != nil {
+			fields[exportField(def.Name)] = def.Schema
+		}
+	}
+	return schema.Compile(schema.Document{Fields: fields, LocalTypes: b.LocalTypes, Files: b.Files})
 }
 
 func source(ex Execution) tmpl.Source {
@@ -105,10 +148,16 @@ type renderedItem struct {
 // targetNames maps target import names to the Target objects they resolve to,
 // so `target: {import: cluster}` becomes a reference to that Target.
 func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]string) ([]lsv1alpha1.DeployItemTemplate, error) {
+	return b.DeployItemsContext(context.Background(), values, targetNames)
+}
+
+// DeployItemsContext is DeployItems within ctx: every render stops at ctx's
+// deadline, the reconcile's.
+func (b *Blueprint) DeployItemsContext(ctx context.Context, values map[string]any, targetNames map[string]string) ([]lsv1alpha1.DeployItemTemplate, error) {
 	var items []lsv1alpha1.DeployItemTemplate
 	seen := map[string]string{}
 	for _, ex := range b.DeployExecutions {
-		out, err := tmpl.Execute(source(ex), values)
+		out, err := tmpl.ExecuteContext(ctx, source(ex), values)
 		if err != nil {
 			return nil, err
 		}
@@ -147,9 +196,15 @@ func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]st
 // SubinstallationTemplates returns the static sub-installations followed by
 // those the subinstallation executions render.
 func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]InstallationTemplate, error) {
+	return b.SubinstallationTemplatesContext(context.Background(), values)
+}
+
+// SubinstallationTemplatesContext is SubinstallationTemplates within ctx:
+// every render stops at ctx's deadline, the reconcile's.
+func (b *Blueprint) SubinstallationTemplatesContext(ctx context.Context, values map[string]any) ([]InstallationTemplate, error) {
 	out := append([]InstallationTemplate(nil), b.Subinstallations...)
 	for _, ex := range b.SubinstallationExecutions {
-		doc, err := tmpl.Execute(source(ex), values)
+		doc, err := tmpl.ExecuteContext(ctx, source(ex), values)
 		if err != nil {
 			return nil, err
 		}
@@ -176,11 +231,17 @@ func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]Installat
 	return out, nil
 }
 
-// Exports runs the export executions and merges their `exports` maps.
+// RenderExports runs the export executions and merges their `exports` maps.
 func (b *Blueprint) RenderExports(values map[string]any) (map[string]any, error) {
+	return b.RenderExportsContext(context.Background(), values)
+}
+
+// RenderExportsContext is RenderExports within ctx: every render stops at
+// ctx's deadline, the reconcile's.
+func (b *Blueprint) RenderExportsContext(ctx context.Context, values map[string]any) (map[string]any, error) {
 	exports := map[string]any{}
 	for _, ex := range b.ExportExecutions {
-		doc, err := tmpl.Execute(source(ex), values)
+		doc, err := tmpl.ExecuteContext(ctx, source(ex), values)
 		if err != nil {
 			return nil, err
 		}

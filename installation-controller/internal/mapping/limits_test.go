@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,17 @@ func TestBoundedStringFunctions(t *testing.T) {
 		if err != nil || out["m"] != want {
 			t.Errorf("%s = %v, %v; want %q", expr, out["m"], err, want)
 		}
+	}
+}
+
+// The reconcile's deadline stops a mapping long before Timeout would.
+func TestReconcileDeadlineStopsMappings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	exprs := map[string]string{"a": `lists.range(3000).all(i, lists.range(3000).all(j, true))`, "b": `1`}
+	out, err := EvaluateContext(ctx, exprs, ImportsVar, nil)
+	if !errors.Is(err, ErrRenderDeadline) || !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), `data mapping "a"`) || !strings.Contains(err.Error(), "the reconcile's render deadline was exceeded") {
+		t.Fatalf("out = %v, err = %v; want the reconcile's deadline", out, err)
 	}
 }

@@ -7,6 +7,7 @@ package mapping
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -28,6 +29,23 @@ type Error struct {
 	Name       string
 	Expression string
 	Cause      string
+	// err is the underlying error, for errors.Is (ErrRenderDeadline).
+	err error
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.err }
+
+// ErrRenderDeadline is the error (errors.Is) of a mapping stopped by the
+// reconcile's deadline; errors.Is(err, context.DeadlineExceeded) holds too.
+var ErrRenderDeadline = errors.New("the reconcile's render deadline was exceeded")
+
+// ctxError says why ctx, the reconcile's, ended the evaluation.
+func ctxError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", ErrRenderDeadline, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("the reconcile was cancelled: %w", ctx.Err())
 }
 
 func (e *Error) Error() string {
@@ -52,6 +70,13 @@ func Expressions(raw map[string][]byte) (map[string]string, error) {
 // results by mapping name. Mappings are evaluated in name order and see only
 // vars (not each other's results), so the outcome does not depend on order.
 func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map[string]any, error) {
+	return EvaluateContext(context.Background(), exprs, varName, vars)
+}
+
+// EvaluateContext is Evaluate within ctx, whose deadline is the reconcile's:
+// each mapping stops there (ErrRenderDeadline) if Timeout does not stop it
+// first.
+func EvaluateContext(ctx context.Context, exprs map[string]string, varName string, vars map[string]any) (map[string]any, error) {
 	if len(exprs) == 0 {
 		return map[string]any{}, nil
 	}
@@ -73,6 +98,10 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 	out := make(map[string]any, len(exprs))
 	for _, name := range names {
 		expr := exprs[name]
+		if ctx.Err() != nil {
+			err := ctxError(ctx)
+			return nil, &Error{Name: name, Expression: expr, Cause: err.Error(), err: err}
+		}
 		ast, iss := env.Compile(expr)
 		if iss != nil && iss.Err() != nil {
 			return nil, &Error{Name: name, Expression: expr, Cause: iss.Err().Error()}
@@ -81,9 +110,9 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 		if err != nil {
 			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
 		}
-		val, err := eval(prg, input)
+		val, err := eval(ctx, prg, input)
 		if err != nil {
-			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
+			return nil, &Error{Name: name, Expression: expr, Cause: err.Error(), err: err}
 		}
 		v, err := toJSON(val)
 		if err != nil {
@@ -97,11 +126,15 @@ func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map
 // timeout is Timeout; tests shorten it.
 var timeout = Timeout
 
-// eval runs prg within the timeout.
-func eval(prg cel.Program, input map[string]any) (ref.Val, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// eval runs prg within the timeout and ctx. CEL reports an interruption
+// as "operation interrupted"; when ctx ended it, the error says so.
+func eval(ctx context.Context, prg cel.Program, input map[string]any) (ref.Val, error) {
+	evalCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	val, _, err := prg.ContextEval(ctx, input)
+	val, _, err := prg.ContextEval(evalCtx, input)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
 	return val, err
 }
 

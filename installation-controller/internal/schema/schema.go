@@ -106,6 +106,10 @@ func compile(doc Document) (*Set, int64) {
 // compileError prefers the loader's refusal, which says what to write
 // instead, to the library's wrapping of it.
 func compileError(err error) error {
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
 	var re *RefError
 	if errors.As(err, &re) {
 		return re

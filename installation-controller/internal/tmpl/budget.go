@@ -1,6 +1,7 @@
 package tmpl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -25,27 +26,44 @@ const MaxRenderBytes = 64 << 20
 // (`0,0,...`) is refused long before that size.
 const MaxDocumentDecodeBytes = 2 * MaxRenderBytes
 
-// budget is what one render may still use: bytes of MaxRenderBytes, steps
-// of MaxSteps, time until its deadline, and the output writer (whose room
-// bounds what a value printed may be); and the levels the template calls
-// under way nest (depth, see MaxNesting).
+// budget is what one render may still use: bytes of limit (MaxRenderBytes,
+// then MaxDocumentDecodeBytes), steps of MaxSteps, time until its deadline,
+// and the output writer (whose room bounds what a value printed may be); the
+// levels the template calls under way nest (depth, see MaxNesting); and what
+// it reserved of the process-wide budget (process.go).
 type budget struct {
+	limit    int64
 	left     int64
 	held     int64
 	steps    int64
 	depth    int64
 	deadline time.Time
 	out      *limitedWriter
+	// outputBytes is what the output buffer takes, reserved, not charged.
+	outputBytes int64
+	reserved    int64
+	// ctx is the reconcile's: done is its Done, and byCtx says the
+	// deadline is ctx's, not Timeout's (deadline.go).
+	ctx   context.Context
+	done  <-chan struct{}
+	byCtx bool
 }
 
-// reset gives b the whole budget of a new render writing to out.
-func (b *budget) reset(out *limitedWriter) {
+// reset gives b the whole budget of a new render writing to out, within
+// ctx.
+func (b *budget) reset(ctx context.Context, out *limitedWriter) {
+	b.limit = MaxRenderBytes
 	b.left = MaxRenderBytes
 	b.held = 0
 	b.steps = maxSteps
 	b.depth = 0
-	b.deadline = time.Now().Add(timeout)
+	b.outputBytes = 0
+	b.reserved = 0
+	b.setDeadline(ctx)
 	b.out = out
+	if out != nil {
+		out.wrote = b.wrote
+	}
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -64,7 +82,7 @@ func (b *budget) charge(fn string, v reflect.Value) error {
 	if b.left < 0 {
 		return fmt.Errorf("%s: the template's functions returned more than %d bytes in all; a template may not build that much", fn, MaxRenderBytes)
 	}
-	return nil
+	return b.backed(fn)
 }
 
 func isBytes(v reflect.Value) bool {
@@ -174,7 +192,7 @@ func (b *budget) chargeDecoded(fn string, v reflect.Value) error {
 	if b.left < 0 {
 		return fmt.Errorf("%s: the template's functions returned more than %d bytes in all; a template may not build that much", fn, MaxRenderBytes)
 	}
-	return nil
+	return b.backed(fn)
 }
 
 // builtins are text/template's own functions that build strings; the
@@ -222,8 +240,8 @@ func guard(name string, fn any, b *budget) any {
 	}
 	return reflect.MakeFunc(wrapped, func(args []reflect.Value) []reflect.Value {
 		// Between two steps (steps.go) a template runs only the calls
-		// it spells out, but one call can take long (genPrivateKey,
-		// bcrypt, derivePassword): the deadline is checked before each.
+		// it spells out, but one call can take long (sha256sum of a
+		// long string): the deadline is checked before each.
 		if err := b.checkTime(); err != nil {
 			return fail(err)
 		}
@@ -278,8 +296,6 @@ var printingFuncs = []string{
 	"toJson", "toPrettyJson", "toRawJson", "mustToJson", "mustToPrettyJson", "mustToRawJson", "toYaml",
 	"toString", "toStrings", "sortAlpha", "join", "cat", "quote", "squote", "toDecimal",
 	"print", "println", "html", "js", "urlquery",
-	// Their error messages print a list's elements with %v.
-	"genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
 }
 
 // traversingFuncs compare or merge whole values (reflect.DeepEqual, mergo),
@@ -411,5 +427,5 @@ func checkCopied(b *budget, name string, args []reflect.Value) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	b.left -= n.mem
-	return nil
+	return b.backed(name)
 }

@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"reflect"
@@ -136,13 +137,15 @@ func TestStandInsWorkAsBefore(t *testing.T) {
 	b := &budget{}
 	ours := template.Must(template.New("x").Funcs(funcs(b)).Parse(tpl))
 	var got bytes.Buffer
-	b.reset(&limitedWriter{w: &got, left: MaxOutputBytes})
+	b.reset(context.Background(), &limitedWriter{w: &got, left: MaxOutputBytes})
+	defer b.finish()
 	if err := ours.Execute(&got, nil); err != nil {
 		t.Fatal(err)
 	}
 	sprigOnly := template.Must(template.New("x").Funcs(sprig.TxtFuncMap()).Funcs(template.FuncMap{"toYaml": funcs(b)["toYaml"]}).Parse(tpl))
 	var want bytes.Buffer
-	b.reset(&limitedWriter{w: io.Discard, left: MaxOutputBytes})
+	b.finish()
+	b.reset(context.Background(), &limitedWriter{w: io.Discard, left: MaxOutputBytes})
 	if err := sprigOnly.Execute(&want, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -33,15 +33,22 @@ const (
 var errOutputTooLarge = fmt.Errorf("template output exceeds %d bytes", MaxOutputBytes)
 
 // limitedWriter fails writes beyond its limit, which aborts the render:
-// text/template stops at the first write error.
+// text/template stops at the first write error. wrote, if set, is told of
+// each write first, and may refuse it too.
 type limitedWriter struct {
-	w    io.Writer
-	left int
+	w     io.Writer
+	left  int
+	wrote func(n int) error
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {
 	if len(p) > l.left {
 		return 0, errOutputTooLarge
+	}
+	if l.wrote != nil {
+		if err := l.wrote(len(p)); err != nil {
+			return 0, err
+		}
 	}
 	l.left -= len(p)
 	return l.w.Write(p)

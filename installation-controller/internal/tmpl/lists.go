@@ -37,7 +37,7 @@ func (b *budget) reserve(fn string, n int64) error {
 		return fmt.Errorf("%s would take %d bytes, more than the %d left of the template's budget of %d bytes", fn, n, max(b.left, 0), MaxRenderBytes)
 	}
 	b.left -= n
-	return nil
+	return b.backed(fn)
 }
 
 // splitParts is the number of parts strings.SplitN(s, sep, n) returns,

@@ -20,8 +20,9 @@ const (
 	// may run (a render of real blueprints runs a few hundred).
 	MaxSteps = 5_000_000
 	// Timeout is how long one render may run, like the CEL data mappings'
-	// (internal/mapping): a backstop for steps that are slow (functions
-	// such as genPrivateKey or bcrypt take tens of milliseconds or more).
+	// (internal/mapping): a backstop for steps that are slow (a function
+	// hashing a long string takes milliseconds). A reconcile's deadline
+	// (ExecuteContext) can end it earlier.
 	Timeout = 5 * time.Second
 	// MaxNesting is how deeply a render may nest template calls and if,
 	// with and range blocks, all counted alike (see instrument). Each is a
@@ -134,9 +135,18 @@ func (b *budget) ranging(v any) (any, error) {
 	return v, nil
 }
 
-// checkTime fails the render past its deadline.
+// checkTime fails the render past its deadline, or once the reconcile's
+// context is done.
 func (b *budget) checkTime() error {
+	select {
+	case <-b.done:
+		return b.deadlineError()
+	default:
+	}
 	if time.Now().After(b.deadline) {
+		if b.byCtx {
+			return b.deadlineError()
+		}
 		return errTimeout()
 	}
 	return nil

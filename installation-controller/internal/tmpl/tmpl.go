@@ -10,6 +10,7 @@ package tmpl
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -46,7 +47,13 @@ type Error struct {
 	Cause string
 	// Snippet quotes the lines around the error, the offending one marked ">".
 	Snippet string
+	// err is the underlying error, for errors.Is (ErrBusy,
+	// ErrRenderDeadline).
+	err error
 }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.err }
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -62,23 +69,13 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// hostFuncs are sprig's functions that reach the controller's host: its
-// environment (env, expandenv) and its resolver (getHostByName: a DNS lookup
-// from inside the cluster, chosen by whoever writes a blueprint, which
-// blocks a worker for as long as the resolver takes and can carry data out
-// in the names it asks for). Templates do not get them.
-var hostFuncs = []string{"env", "expandenv", "getHostByName"}
-
 // funcs returns the functions templates can call: sprig's, without those
 // reading the host environment and with size limits on those that can
 // allocate without bound (see limits.go), plus toYaml and fromYaml, all
 // charging their results to b (budget.go).
 func funcs(b *budget) template.FuncMap {
 	f := sprig.TxtFuncMap()
-	// Whoever may create an Installation must not read the controller's
-	// environment (credentials of its exporters, its configuration) nor make
-	// it send DNS queries.
-	for _, name := range hostFuncs {
+	for name := range unavailable {
 		delete(f, name)
 	}
 	bound(f)
@@ -132,12 +129,21 @@ var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // Execute renders src with values and decodes the result as a YAML mapping.
 func Execute(src Source, values map[string]any) (map[string]any, error) {
+	return ExecuteContext(context.Background(), src, values)
+}
+
+// ExecuteContext is Execute within ctx, whose deadline is the reconcile's:
+// the render stops there (ErrRenderDeadline) if Timeout does not stop it
+// first. The render reserves what it uses from the process-wide budget
+// (SetProcessBudget), waiting until its deadline to start if other renders
+// hold all of it, and failing (ErrBusy) if it cannot reserve more later.
+func ExecuteContext(ctx context.Context, src Source, values map[string]any) (map[string]any, error) {
 	base := src.Line
 	if base < 1 {
 		base = 1
 	}
 	fail := func(stage string, err error, text string, line int, offset int) *Error {
-		e := &Error{Execution: src.Execution, File: src.File, Stage: stage, Cause: cleanCause(err)}
+		e := &Error{Execution: src.Execution, File: src.File, Stage: stage, Cause: cleanCause(err), err: err}
 		if line > 0 {
 			e.Line = line + offset
 			e.Snippet = snippet(text, line, offset)
@@ -148,7 +154,9 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	defer funcSets.Put(fs)
 	t, err := template.New(src.Execution).Funcs(fs.funcs).Option("missingkey=zero").Parse(src.Template)
 	if err != nil {
-		return nil, fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
+		e := fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
+		e.Cause = unavailableCause(e.Cause)
+		return nil, e
 	}
 	// The step counter and the output check go in after parsing, so the
 	// template cannot name them (steps.go).
@@ -158,7 +166,11 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	}
 	var buf bytes.Buffer
 	w := &limitedWriter{w: &buf, left: MaxOutputBytes}
-	fs.budget.reset(w)
+	fs.budget.reset(ctx, w)
+	if err := fs.budget.start(); err != nil {
+		return nil, fail("render", err, "", 0, 0)
+	}
+	defer fs.budget.finish()
 	if err := t.Execute(w, values); err != nil {
 		e := fail("render", err, src.Template, lineOf(templateLine, err), base-1)
 		e.Cause += missingImportHint(err, values)
@@ -167,15 +179,19 @@ func Execute(src Source, values map[string]any) (map[string]any, error) {
 	// Decoding the document allocates far more than its text, like
 	// fromYaml (yaml.go): 4 MB of `0,` took 680 MB. The render's results
 	// are garbage by now, so the decode has a budget of its own.
-	fs.budget.left = MaxDocumentDecodeBytes
+	fs.budget.limit, fs.budget.left = MaxDocumentDecodeBytes, MaxDocumentDecodeBytes
 	out := map[string]any{}
-	cost, what, err := fs.budget.fromYamlCost("decoding the rendered document", buf.String())
+	const decoding = "decoding the rendered document"
+	cost, what, err := fs.budget.fromYamlCost(decoding, buf.String())
 	switch {
 	case err != nil:
 	case cost > fs.budget.left:
 		err = fmt.Errorf("decoding the rendered document would allocate about %d bytes (%s), more than the limit of %d", cost, what, MaxDocumentDecodeBytes)
 	default:
-		err = yaml.Unmarshal(buf.Bytes(), &out)
+		fs.budget.left -= cost
+		if err = fs.budget.backed(decoding); err == nil {
+			err = yaml.Unmarshal(buf.Bytes(), &out)
+		}
 	}
 	if err != nil {
 		// A YAML error is in the rendered text, which is what we quote; the

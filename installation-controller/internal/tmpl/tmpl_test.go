@@ -23,11 +23,40 @@ func TestExecute(t *testing.T) {
 // getHostByName are not defined, so such a template fails to parse.
 func TestTemplatesCannotReadTheControllersEnvironment(t *testing.T) {
 	t.Setenv("TERRACE_TEST_SECRET", "s3cret")
-	for _, tpl := range []string{`a: {{ env "TERRACE_TEST_SECRET" }}`, `a: {{ expandenv "$TERRACE_TEST_SECRET" }}`, `a: {{ getHostByName "example.invalid" }}`} {
-		out, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Template: tpl}, nil)
-		if err == nil || !strings.Contains(err.Error(), "not defined") {
-			t.Errorf("%s: out = %v, err = %v; want a 'function not defined' error", tpl, out, err)
-		}
+	for fn, tpl := range map[string]string{"env": `a: {{ env "TERRACE_TEST_SECRET" }}`, "expandenv": `a: {{ expandenv "$TERRACE_TEST_SECRET" }}`, "getHostByName": `a: {{ getHostByName "example.invalid" }}`} {
+		wantUnavailable(t, fn, tpl)
+	}
+}
+
+// Nor can it spend the CPU every worker shares generating keys, signing
+// certificates or hashing passwords: each such function is refused when the
+// template is parsed, saying so.
+func TestCostlyFunctionsAreNotAvailable(t *testing.T) {
+	calls := map[string]string{
+		"genPrivateKey":            `genPrivateKey "rsa"`,
+		"genCA":                    `genCA "ca" 365`,
+		"genCAWithKey":             `genCAWithKey "ca" 365 "key"`,
+		"genSelfSignedCert":        `genSelfSignedCert "x" nil nil 365`,
+		"genSelfSignedCertWithKey": `genSelfSignedCertWithKey "x" nil nil 365 "key"`,
+		"genSignedCert":            `genSignedCert "x" nil nil 365 .ca`,
+		"genSignedCertWithKey":     `genSignedCertWithKey "x" nil nil 365 .ca "key"`,
+		"derivePassword":           `derivePassword 1 "long" "pw" "user" "example.com"`,
+		"bcrypt":                   `bcrypt "pw"`,
+		"htpasswd":                 `htpasswd "user" "pw"`,
+		"encryptAES":               `encryptAES "key" "text"`,
+		"decryptAES":               `decryptAES "key" "text"`,
+	}
+	for fn, call := range calls {
+		wantUnavailable(t, fn, "a: 1\nb: {{ "+call+" }}")
+	}
+}
+
+func wantUnavailable(t *testing.T, fn, tpl string) {
+	t.Helper()
+	out, err := Execute(Source{Execution: "deploy", File: "blueprint.yaml", Template: tpl}, map[string]any{"ca": map[string]any{}})
+	want := "parse failed: function " + fn + " is not available in Terrace templates"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: out = %v, err = %v; want %q", tpl, out, err, want)
 	}
 }
 

@@ -61,7 +61,7 @@ func (b *budget) hold(fn, what string, n int64) error {
 	}
 	b.left -= n
 	b.held += n
-	return nil
+	return b.backed(fn)
 }
 
 // release gives back what hold took.
