@@ -13,11 +13,15 @@ import (
 )
 
 func main() {
+	var opts installation.Options
 	app.Main("installation-controller", app.Setup{
+		// The bounds of what one installation may make the controller
+		// create, read and render (see README.md).
+		BindFlags: opts.BindFlags,
 		Register: func(ctx context.Context, mgr ctrl.Manager, _ manager.Options) error {
 			// The manager already applies the shared controller defaults
 			// (concurrency, panic recovery).
-			return installation.AddToManager(ctx, mgr, installation.Options{})
+			return installation.AddToManager(ctx, mgr, opts)
 		},
 	})
 }

@@ -33,7 +33,8 @@ func (r *Reconciler) writeContextImports(ctx context.Context, s *scope, im *impo
 		if _, isTarget := im.targets[name]; isTarget {
 			continue
 		}
-		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid, fresh: s.fresh}
+		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid, fresh: s.fresh,
+			fromSecret: im.fromSecret[name]}
 		if err := r.writeDataObject(ctx, inst, w, v); err != nil {
 			return err
 		}
@@ -56,7 +57,15 @@ type contextWrite struct {
 	// an owner of the object re-templated a moment ago is judged by the spec
 	// it has now, not by a cache that may still show the old one.
 	fresh map[string]client.Object
+	// fromSecret marks a context copy of an import read from a Secret
+	// (FromSecretAnnotation).
+	fromSecret bool
 }
+
+// FromSecretAnnotation marks a context copy of an import read from a Secret
+// (or from such a copy): the messages of the sub-installations importing it
+// never quote its value, as the parent's never quote the Secret's.
+const FromSecretAnnotation = "installation.terrace.dev/from-secret"
 
 // checkName refuses, before any request, a name the API server would
 // refuse (Invalid): retrying would never help.
@@ -237,6 +246,7 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 		}
 		do.Data = lsv1alpha1.NewAnyJSON(raw)
 		setContextMeta(do, w.scope, w.ref)
+		markFromSecret(do, w.fromSecret)
 		if err := controllerutil.SetControllerReference(inst, do, r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -251,6 +261,7 @@ func (r *Reconciler) writeDataObject(ctx context.Context, inst *lsv1alpha1.Insta
 	}
 	do.Data = lsv1alpha1.NewAnyJSON(raw)
 	setContextMeta(do, w.scope, w.ref)
+	markFromSecret(do, w.fromSecret)
 	if jsonEqual(before.Data.RawMessage, raw) && equality.Semantic.DeepEqual(before.ObjectMeta, do.ObjectMeta) {
 		return nil
 	}
@@ -313,6 +324,21 @@ func setContextMeta(o client.Object, scope, ref string) {
 		a = map[string]string{}
 	}
 	a[KeyAnnotation] = ref
+	o.SetAnnotations(a)
+}
+
+// markFromSecret sets or removes FromSecretAnnotation.
+func markFromSecret(o client.Object, fromSecret bool) {
+	a := o.GetAnnotations()
+	switch {
+	case fromSecret:
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[FromSecretAnnotation] = "true"
+	case a != nil:
+		delete(a, FromSecretAnnotation)
+	}
 	o.SetAnnotations(a)
 }
 

@@ -28,25 +28,27 @@ func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Instal
 		}
 		return nil, err
 	}
-	exports, err := bp.RenderExports(values)
+	rctx, cancel := renderContext(ctx)
+	defer cancel()
+	exports, err := bp.RenderExportsContext(rctx, values)
 	if err != nil {
-		return nil, templateFailure(err)
+		return nil, templateFailure(im.secrets.redactErr(err))
 	}
 	if len(inst.Spec.ExportDataMappings) > 0 {
 		exprs, err := expressions(inst.Spec.ExportDataMappings)
 		if err != nil {
 			return nil, flow.StalledError(ReasonDataMappingFailed, err)
 		}
-		mapped, err := mapping.Evaluate(exprs, mapping.ExportsVar, exports)
+		mapped, err := mapping.EvaluateContext(rctx, exprs, mapping.ExportsVar, exports)
 		if err != nil {
-			return nil, flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err))
+			return nil, im.secrets.redactErr(flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err)))
 		}
 		for k, v := range mapped {
 			exports[k] = v
 		}
 	}
-	if err := bp.ValidateExports(exports); err != nil {
-		return nil, flow.StalledError(ReasonExportInvalid, err)
+	if err := bp.ValidateExportsContext(rctx, exports); err != nil {
+		return nil, im.secrets.redactErr(flow.StalledError(ReasonExportInvalid, err))
 	}
 	return exports, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,14 @@ type imports struct {
 	hash string
 	// configurations are the Context's configurations (.context in templates).
 	configurations map[string]any
+	// secrets are the values read from Secrets (or from context copies of
+	// them): messages never quote them.
+	secrets secretValues
+	// fromSecret names the data imports read from Secrets (or from
+	// context copies of them), whose own context copies say so.
+	fromSecret map[string]bool
+	// bytes is how much the imports read so far hold.
+	bytes int64
 }
 
 // dataImportNames are the names of the data imports: what writeContextImports
@@ -77,21 +86,38 @@ const (
 // checks the result against the blueprint. Every error of its own is stalled: the job
 // cannot continue without its imports; a user fixes them and starts a new job.
 func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, reads importReads) (*imports, error) {
-	scope := parentName(inst)
-	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, targetNames: map[string]string{}}
-
+	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, targetNames: map[string]string{}, fromSecret: map[string]bool{}}
+	if err := r.checkImportCount(inst); err != nil {
+		return nil, err
+	}
 	cfg, err := r.readContext(ctx, inst)
 	if err != nil {
 		return nil, err
 	}
 	im.configurations = cfg
+	targetTypes, err := r.readImports(ctx, inst, im, reads)
+	if err != nil {
+		return nil, im.secrets.redactErr(err)
+	}
+	if err := im.mapAndComplete(ctx, inst, bp, targetTypes); err != nil {
+		return nil, im.secrets.redactErr(err)
+	}
+	return im, nil
+}
 
+// readImports reads every data and target import into im, within the
+// bound on their bytes, and returns the target imports' types.
+func (r *Reconciler) readImports(ctx context.Context, inst *lsv1alpha1.Installation, im *imports, reads importReads) (map[string]string, error) {
+	scope := parentName(inst)
 	for _, d := range inst.Spec.Imports.Data {
-		v, err := r.readDataImport(ctx, reads, inst.Namespace, scope, d)
+		v, err := r.readDataImport(ctx, reads, inst.Namespace, scope, d, im)
 		if err != nil {
 			return nil, err
 		}
 		im.values[d.Name] = v
+		if im.fromSecret[d.Name] {
+			im.secrets.add(v)
+		}
 	}
 	targetTypes := map[string]string{}
 	for _, t := range inst.Spec.Imports.Targets {
@@ -103,38 +129,51 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 			}
 			return nil, err
 		}
+		var size int
+		if tgt.Spec.Config != nil {
+			size = len(tgt.Spec.Config.RawMessage)
+		}
+		if err := r.countImportBytes(im, "target import "+strconv.Quote(t.Name), size); err != nil {
+			return nil, err
+		}
 		im.targets[t.Name] = tgt
 		im.targetNames[t.Name] = tgt.Name
 		targetTypes[t.Name] = tgt.Spec.Type
 		im.values[t.Name] = targetValue(tgt)
 	}
+	return targetTypes, nil
+}
 
+// mapAndComplete applies the import data mappings, then completes and
+// checks the imports against the blueprint, and hashes them.
+func (im *imports) mapAndComplete(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, targetTypes map[string]string) error {
+	rctx, cancel := renderContext(ctx)
+	defer cancel()
 	if len(inst.Spec.ImportDataMappings) > 0 {
 		exprs, err := expressions(inst.Spec.ImportDataMappings)
 		if err != nil {
-			return nil, flow.StalledError(ReasonDataMappingFailed, err)
+			return flow.StalledError(ReasonDataMappingFailed, err)
 		}
-		mapped, err := mapping.Evaluate(exprs, mapping.ImportsVar, im.values)
+		mapped, err := mapping.EvaluateContext(rctx, exprs, mapping.ImportsVar, im.values)
 		if err != nil {
-			return nil, flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("importDataMappings: %w", err))
+			return flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("importDataMappings: %w", err))
 		}
 		for k, v := range mapped {
 			im.values[k] = v
 		}
 	}
-
-	completed, err := bp.CompleteImports(im.values, targetTypes)
+	completed, err := bp.CompleteImportsContext(rctx, im.values, targetTypes)
 	if err != nil {
-		return nil, flow.StalledError(ReasonImportInvalid, err)
+		return flow.StalledError(ReasonImportInvalid, err)
 	}
 	im.values = completed
 	raw, err := json.Marshal(completed)
 	if err != nil {
-		return nil, flow.StalledError(ReasonImportInvalid, fmt.Errorf("imports are not JSON: %w", err))
+		return flow.StalledError(ReasonImportInvalid, fmt.Errorf("imports are not JSON: %w", err))
 	}
 	sum := sha256.Sum256(raw)
 	im.hash = hex.EncodeToString(sum[:])
-	return im, nil
+	return nil
 }
 
 func scopeHint(scope, ref string) string {
@@ -173,7 +212,8 @@ func (r *Reconciler) getImport(ctx context.Context, reads importReads, key clien
 	return stale.Get(ctx, r.Client, r.APIReader, key, obj)
 }
 
-func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, scope string, d lsv1alpha1.DataImport) (any, error) {
+func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, scope string, d lsv1alpha1.DataImport, im *imports) (any, error) {
+	what := "data import " + strconv.Quote(d.Name)
 	switch {
 	case d.DataRef != "":
 		name := ScopedName(scope, d.DataRef)
@@ -184,6 +224,10 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 			}
 			return nil, err
 		}
+		if err := r.countImportBytes(im, what, len(do.Data.RawMessage)); err != nil {
+			return nil, err
+		}
+		im.fromSecret[d.Name] = do.Annotations[FromSecretAnnotation] == "true"
 		return decodeJSON(do.Data.RawMessage)
 	case d.SecretRef != nil:
 		sec := &corev1.Secret{}
@@ -197,6 +241,10 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 		for k, v := range sec.Data {
 			data[k] = string(v)
 		}
+		im.fromSecret[d.Name] = true
+		if err := r.countImportBytes(im, what, importedBytes(data, d.SecretRef.Key)); err != nil {
+			return nil, err
+		}
 		return pickKey(d.Name, "Secret", d.SecretRef.Name, d.SecretRef.Key, data)
 	case d.ConfigMapRef != nil:
 		cm := &corev1.ConfigMap{}
@@ -204,6 +252,9 @@ func (r *Reconciler) readDataImport(ctx context.Context, reads importReads, ns, 
 			if apierrors.IsNotFound(err) {
 				return nil, flow.Stalledf(ReasonImportNotFound, "data import %q: ConfigMap %s/%s does not exist", d.Name, ns, d.ConfigMapRef.Name)
 			}
+			return nil, err
+		}
+		if err := r.countImportBytes(im, what, importedBytes(cm.Data, d.ConfigMapRef.Key)); err != nil {
 			return nil, err
 		}
 		return pickKey(d.Name, "ConfigMap", d.ConfigMapRef.Name, d.ConfigMapRef.Key, cm.Data)

@@ -19,6 +19,7 @@ import (
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/setup"
 	"github.com/terrace-dev/terrace/kit/stale"
@@ -33,18 +34,6 @@ const ControllerName = "installation"
 // FieldManager is the field manager of every write of this controller.
 const FieldManager = "installation-controller"
 
-// Options configure the controller.
-type Options struct {
-	// Controller overrides the manager's controller defaults (concurrency,
-	// panic recovery); the zero value keeps them.
-	Controller controller.Options
-	// Rechecks spaces out the re-checks of a waiting phase; nil means the
-	// default (500 ms, doubling up to one minute). Re-checks are a safety
-	// net for a missed event: tests set one that never fires in time, so
-	// every wait they pass was ended by a watch event.
-	Rechecks workqueue.TypedRateLimiter[types.NamespacedName]
-}
-
 // AddToManager registers the Installation reconciler with mgr.
 func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
@@ -52,6 +41,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(FieldManager),
 		Rechecks:  opts.Rechecks,
+		Bounds:    opts,
 	}
 	return r.SetupWithManager(ctx, mgr, opts.Controller)
 }
@@ -89,6 +79,13 @@ type Reconciler struct {
 	// arrive first, the re-check only covers missed ones. Nil: 500 ms,
 	// doubling up to one minute.
 	Rechecks workqueue.TypedRateLimiter[types.NamespacedName]
+	// Bounds are what one installation may make the controller create,
+	// read and render (options.go); zero values mean the defaults, and the
+	// process-wide template budget is set from them.
+	Bounds Options
+	// ProcessID tells this process's render marks (render_mark.go) from
+	// those of an earlier process; empty: a new random ID.
+	ProcessID string
 	// metrics records the shared job and phase metrics (kind Installation).
 	metrics metrics.Recorder
 	// clock times jobs for terrace_job_duration_seconds.
@@ -125,6 +122,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Rechecks == nil {
 		r.Rechecks = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute)
 	}
+	r.Bounds = r.Bounds.withDefaults()
+	if err := r.Bounds.apply(); err != nil {
+		return err
+	}
+	if r.ProcessID == "" {
+		r.ProcessID = jobid.New()
+	}
+	// Events quote errors: their notes are bounded as the API server requires.
+	r.Recorder = boundedRecorder{r.Recorder}
 	r.metrics = metrics.For(Kind)
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ImportsIndex, indexImports); err != nil {
@@ -132,6 +138,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ExportsIndex, indexExports); err != nil {
 		return fmt.Errorf("indexing installations by exports: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, TreeIndex, indexTree); err != nil {
+		return fmt.Errorf("indexing installations by tree: %w", err)
 	}
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ParentIndex, indexParent); err != nil {
 		return fmt.Errorf("indexing installations by parent: %w", err)
@@ -204,6 +213,9 @@ type scope struct {
 	// interrupted is set when an interrupt annotation reached a job in
 	// Init: phaseInit ends the job Failed (Interrupted).
 	interrupted bool
+	// secrets are the values of the imports read from Secrets this
+	// reconcile: no message it writes quotes them.
+	secrets secretValues
 }
 
 // track runs write, a write of the installation that updates s.inst from
@@ -258,6 +270,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() { tracing.EndReconcile(span, string(inst.Status.Phase), retErr) }()
 	log := logf.FromContext(ctx).WithValues("jobID", inst.Status.JobID, "phase", inst.Status.Phase)
 	ctx = logf.IntoContext(ctx, log)
+	// One deadline for every render and data mapping of this reconcile.
+	ctx = withRenderDeadline(ctx, time.Now().Add(r.Bounds.RenderTimeout))
 	patch, err := status.NewPatcher(r.Client, inst, status.FieldOwner(FieldManager), status.RecordWrites(&r.ownWrites))
 	if err != nil {
 		return ctrl.Result{}, err

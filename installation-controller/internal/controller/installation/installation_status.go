@@ -62,10 +62,11 @@ func (r *Reconciler) jobFailed(ctx context.Context, s *scope, phase lsv1alpha1.P
 	if jobs.IsDeletePhase(phase) {
 		failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
 	}
-	reason, msg := flow.ReasonOf(err, ""), err.Error()
+	err = s.secrets.redactErr(err)
+	reason, msg := flow.ReasonOf(err, ""), boundMessage(err.Error())
 	logf.FromContext(ctx).Info("job failed", "reason", reason, "error", msg)
 	took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
-	status.SetLastError(&inst.Status.LastError, r.Now(), string(phase), err, "")
+	status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), reason, msg, flow.CodesOf(err)...)
 	inst.Status.Phase = failed
 	inst.Status.JobIDFinished = job
 	status.SetReady(&inst.Status.Conditions, inst.Generation, metav1.ConditionFalse, reason, msg)
@@ -90,8 +91,8 @@ func (r *Reconciler) phaseRetried(s *scope, phase lsv1alpha1.Phase, err error) {
 			fmt.Sprintf("job %s is running: phase %s meets an error and is retried (see lastError)", inst.Status.JobID, phase))
 	}
 	// Transient errors carry no lastError code.
-	if status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), ReasonTransient, err.Error()) {
-		msg := err.Error()
+	msg := boundMessage(s.secrets.redact(err.Error()))
+	if status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), ReasonTransient, msg) {
 		s.patch.OnStored(func() {
 			r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)
 		})

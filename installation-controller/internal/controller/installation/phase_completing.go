@@ -29,11 +29,16 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.
 	if err != nil {
 		return "", err
 	}
-	im, err := r.unchangedImports(ctx, inst, bp)
-	if err != nil {
-		return "", err
-	}
-	exports, err := r.computeExports(ctx, inst, bp, im)
+	var im *imports
+	var exports map[string]any
+	err = r.withRenderMark(ctx, s, func() error {
+		if im, err = r.unchangedImports(ctx, inst, bp); err != nil {
+			return err
+		}
+		s.secrets = im.secrets
+		exports, err = r.computeExports(ctx, inst, bp, im)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}

@@ -2,11 +2,13 @@ package installation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
+	"github.com/terrace-dev/terrace/installation-controller/internal/tmpl"
 	"github.com/terrace-dev/terrace/kit/flow"
 )
 
@@ -40,13 +42,22 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	if err := r.awaitPredecessors(ctx, s); err != nil {
 		return "", err
 	}
-	im, err := r.resolveImports(ctx, inst, bp, fromAPIServer)
+	var im *imports
+	var items []lsv1alpha1.DeployItemTemplate
+	var templates []blueprint.InstallationTemplate
+	err = r.withRenderMark(ctx, s, func() error {
+		if im, err = r.resolveImports(ctx, inst, bp, fromAPIServer); err != nil {
+			return err
+		}
+		s.secrets = im.secrets
+		items, templates, err = render(ctx, inst, bp, im)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
 	inst.Status.ImportsHash = im.hash
-	items, templates, err := render(inst, bp, im)
-	if err != nil {
+	if err := r.checkFanOut(ctx, inst, templates); err != nil {
 		return "", err
 	}
 	if err := r.syncExecution(ctx, s, items); err != nil {
@@ -80,18 +91,26 @@ func (r *Reconciler) awaitPredecessors(ctx context.Context, s *scope) error {
 }
 
 // render renders the blueprint with the imports: the execution's deploy
-// items and the sub-installations' templates.
-func render(inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
+// items and the sub-installations' templates, within the reconcile's render
+// deadline. Its errors never quote a secret import.
+func render(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
+	rctx, cancel := renderContext(ctx)
+	defer cancel()
+	items, templates, err := renderSubObjects(rctx, inst, bp, im)
+	return items, templates, im.secrets.redactErr(err)
+}
+
+func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
 	values := map[string]any{
 		"imports":      im.values,
 		"context":      im.configurations,
 		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
 	}
-	items, err := bp.DeployItems(values, im.targetNames)
+	items, err := bp.DeployItemsContext(ctx, values, im.targetNames)
 	if err != nil {
 		return nil, nil, templateFailure(err)
 	}
-	templates, err := bp.SubinstallationTemplates(values)
+	templates, err := bp.SubinstallationTemplatesContext(ctx, values)
 	if err != nil {
 		return nil, nil, templateFailure(err)
 	}
@@ -118,7 +137,12 @@ func goneWaitMessage(handDeleted, orphans []string) string {
 
 // templateFailure ends the job: a template that does not render fails the
 // same way on every retry. The message (from package tmpl) names the
-// execution, the file and line, and quotes the offending snippet.
+// execution, the file and line, and quotes the offending snippet. A render
+// that found the process-wide template budget held by other renders is
+// retried instead: it may fit once they are done.
 func templateFailure(err error) error {
+	if errors.Is(err, tmpl.ErrBusy) {
+		return fmt.Errorf("rendering waits for the process-wide template budget: %w", err)
+	}
 	return flow.StalledError(ReasonTemplateFailed, err)
 }

@@ -118,6 +118,15 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 	for _, e := range existing {
 		byName[e.Name] = e
 	}
+	adding := 0
+	for i := range templates {
+		if byName[SubInstallationName(inst.Name, templates[i].Name)] == nil {
+			adding++
+		}
+	}
+	if err := r.checkTreeSize(ctx, inst, adding); err != nil {
+		return err
+	}
 	refs := make([]lsv1alpha1.NamedObjectReference, 0, len(templates))
 	for i := range templates {
 		t := &templates[i]
@@ -148,6 +157,9 @@ func (r *Reconciler) syncSubInstallation(ctx context.Context, s *scope, bp *blue
 		sub := &lsv1alpha1.Installation{}
 		sub.Name, sub.Namespace = name, inst.Namespace
 		sub.Labels = map[string]string{lsv1alpha1.EncompassedByLabel: labelValue(inst.Name), lsv1alpha1.SubInstallationNameLabel: labelValue(t.Name)}
+		if root := rootUID(inst); root != "" {
+			sub.Labels[RootLabel] = root
+		}
 		sub.Annotations = tracing.Inject(ctx, nil)
 		// Created with the finalizer its own reconcile would add.
 		sub.Finalizers = []string{lsv1alpha1.Finalizer}

@@ -1,0 +1,77 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+)
+
+// RenderingAnnotation marks an installation while this controller renders
+// its templates and evaluates its data mappings for a job:
+// "<job ID>@<process ID>". A render that takes the process down (out of
+// memory) leaves it behind; the next process finds the mark of the same job
+// from another process and fails the job instead of rendering again, which
+// would take it down again.
+const RenderingAnnotation = "installation.terrace.dev/rendering"
+
+// ReasonRenderAborted fails a job whose render stopped with the process
+// that ran it.
+const ReasonRenderAborted = "RenderAborted"
+
+// withRenderMark runs render between writing the mark and removing it; a
+// mark of this job left by another process fails the job instead.
+func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, render func() error) error {
+	job := s.inst.Status.JobID
+	if j, process, ok := strings.Cut(s.inst.Annotations[RenderingAnnotation], "@"); ok && j == job && process != r.ProcessID {
+		if err := r.setRenderMark(ctx, s, nil); err != nil {
+			return err
+		}
+		return jobEndsf(ReasonRenderAborted, lsv1alpha1.ErrorInternalProblem,
+			"the controller process %s stopped while it rendered the templates or data mappings of job %s (phase %s), likely out of memory: the job is failed instead of rendered again; "+
+				"make the blueprint's renders and imports smaller, then add the reconcile annotation to the root installation to start a new job", process, job, s.inst.Status.Phase)
+	}
+	mark := job + "@" + r.ProcessID
+	if err := r.setRenderMark(ctx, s, &mark); err != nil {
+		return err
+	}
+	err := render()
+	if cerr := r.setRenderMark(ctx, s, nil); cerr != nil && err == nil {
+		return cerr
+	}
+	return err
+}
+
+// setRenderMark writes (mark) or removes (nil) the render mark, guarded by
+// the resourceVersion read: it is a metadata-only patch, so the status this
+// reconcile computed is kept, and only the installation's metadata follows
+// the response.
+func (r *Reconciler) setRenderMark(ctx context.Context, s *scope, mark *string) error {
+	cur, ok := s.inst.Annotations[RenderingAnnotation]
+	if (mark == nil && !ok) || (mark != nil && ok && cur == *mark) {
+		return nil
+	}
+	var value any
+	if mark != nil {
+		value = *mark
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(lsv1alpha1.SchemeGroupVersion.WithKind("Installation"))
+	meta.Name, meta.Namespace = s.inst.Name, s.inst.Namespace
+	patch := mergePatch{"metadata": map[string]any{
+		"annotations":     map[string]any{RenderingAnnotation: value},
+		"resourceVersion": s.inst.ResourceVersion,
+	}}
+	return s.track(func() error {
+		if err := r.Client.Patch(ctx, meta, patch, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("marking the render of job %s: %w", s.inst.Status.JobID, err)
+		}
+		s.inst.Annotations = meta.Annotations
+		s.inst.ResourceVersion = meta.ResourceVersion
+		return nil
+	})
+}
