@@ -121,6 +121,11 @@ func TestTenantSizedFieldsAreBounded(t *testing.T) {
 			message: "spec.deployItems[0].labels: Too many: 129: must have at most 128 items",
 		},
 		{
+			name:    "Execution deploy item label value",
+			obj:     execution("long-label", map[string]any{"labels": map[string]any{"k": name(64)}}),
+			message: "label keys are at most 317 bytes (a 253-byte prefix, '/', a 63-byte name) and label values at most 63 bytes",
+		},
+		{
 			name:    "Execution deploy item target name",
 			obj:     execution("long-target", map[string]any{"target": map[string]any{"name": name(254)}}),
 			message: "spec.deployItems[0].target.name: Too long: may not be more than 253 bytes",
@@ -177,7 +182,7 @@ func TestFieldsAtTheirBoundsApply(t *testing.T) {
 			"exports":   map[string]any{"data": dataExports(256)},
 		}),
 		execution("at-bounds", map[string]any{
-			"type": name(253), "labels": stringMap(128, "v"),
+			"type": name(253), "labels": stringMap(128, name(63)),
 			"target": map[string]any{"name": name(253), "namespace": name(63)},
 		}),
 	}

@@ -23,6 +23,7 @@ type DeployItemTemplate struct {
 	// Labels are added to the created DeployItem.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="label keys are at most 317 bytes (a 253-byte prefix, '/', a 63-byte name) and label values at most 63 bytes"
 	Labels map[string]string `json:"labels,omitempty"`
 	// Config is the deployer-specific provider configuration.
 	// +kubebuilder:pruning:PreserveUnknownFields
