@@ -11,6 +11,7 @@ import (
 
 	"github.com/terrace-dev/terrace/execution-controller/internal/controller/execution"
 	"github.com/terrace-dev/terrace/execution-controller/internal/controller/timeouts"
+	"github.com/terrace-dev/terrace/execution-controller/internal/notes"
 )
 
 // FieldManager is the server-side apply field manager of every write the
@@ -65,7 +66,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	exec := &execution.Reconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldManager),
+		Recorder:     notes.Recorder(mgr.GetEventRecorder(FieldManager)),
 		FieldManager: FieldManager,
 		OwnerRecheck: opts.OwnerRecheck,
 		NameRecheck:  opts.NameRecheck,
@@ -76,7 +77,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	to := &timeouts.Reconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldManager),
+		Recorder:     notes.Recorder(mgr.GetEventRecorder(FieldManager)),
 		FieldManager: FieldManager,
 		Config:       opts.Timeouts,
 	}

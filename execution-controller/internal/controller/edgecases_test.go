@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -240,10 +241,10 @@ func TestPickupTimeoutDropsALeftoverAbortRequest(t *testing.T) {
 }
 
 // "<exec>-exports" created by hand (no controller, not labelled as an
-// execution's exports) is not taken over: DataObjectNameConflict. One
-// labelled managed-by the execution's name but controlled by nothing (its
-// owner reference was removed, e.g. by an orphaning deletion of an earlier
-// execution of that name) is the execution's own and is adopted.
+// execution's exports) is not taken over: DataObjectNameConflict. The one
+// an earlier execution of the name wrote, whose owner reference was removed
+// (as an orphaning deletion of that execution does), is the execution's own
+// and is adopted.
 func TestUnownedExportsDataObject(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t, ns, testOptions())
@@ -266,12 +267,18 @@ func TestUnownedExportsDataObject(t *testing.T) {
 	})
 	t.Run("orphaned own", func(t *testing.T) {
 		g := NewWithT(t)
-		orphaned := &lsv1alpha1.DataObject{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-exports",
-				Labels: map[string]string{lsv1alpha1.ManagedByExecutionLabel: "own"}},
-			Data: lsv1alpha1.AnyJSON{RawMessage: json.RawMessage(`{"a":"earlier"}`)},
-		}
-		g.Expect(env.Client.Create(ctx, orphaned)).To(Succeed())
+		earlier := newExecution(ns, "own", mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"earlier"`)}))
+		g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
+		g.Expect(waitFinished(t, earlier).Status.Phase).To(Equal(lsv1alpha1.PhaseSucceeded))
+		g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), &lsv1alpha1.Execution{}))
+		}).WithTimeout(eventually).WithPolling(poll).Should(BeTrue())
+		// What the garbage collector does on an orphaning deletion.
+		orphaned := &lsv1alpha1.DataObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-exports"}}
+		g.Expect(env.Client.Patch(ctx, orphaned, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"ownerReferences":null}}`)))).To(Succeed())
+
 		exec := newExecution(ns, "own", mockItem("a", mockv1alpha1.ProviderConfiguration{Export: export(`"ours"`)}))
 		g.Expect(env.Client.Create(ctx, exec)).To(Succeed())
 		done := waitFinished(t, exec)

@@ -116,6 +116,22 @@ func startManagerLogging(t testing.TB, ns string, opts controller.Options) (*run
 // to logs, when logs is not nil.
 func startManagerLoggingTo(t testing.TB, ns string, opts controller.Options, wrap func(*rest.Config), logs *testlog.Buffer) *running {
 	t.Helper()
+	return startManagerOver(t, []string{ns}, opts, wrap, logs)
+}
+
+// startManagerIn is startManager watching several namespaces (tenants) at once.
+func startManagerIn(t testing.TB, opts controller.Options, namespaces ...string) *running {
+	t.Helper()
+	return startManagerOver(t, namespaces, opts, nil, nil)
+}
+
+// startManagerOver is startManagerLoggingTo watching the given namespaces.
+func startManagerOver(t testing.TB, namespaces []string, opts controller.Options, wrap func(*rest.Config), logs *testlog.Buffer) *running {
+	t.Helper()
+	watched := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		watched[ns] = cache.Config{}
+	}
 	ctrlCfg := manager.Options{Concurrency: 4}.ControllerConfig()
 	// Several managers run in one process over the tests' lifetime.
 	ctrlCfg.SkipNameValidation = ptr.To(true)
@@ -130,8 +146,9 @@ func startManagerLoggingTo(t testing.TB, ns string, opts controller.Options, wra
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller:             ctrlCfg,
+		// As kit/manager caches: without managedFields.
+		Cache:      cache.Options{DefaultNamespaces: watched, DefaultTransform: cache.TransformStripManagedFields()},
+		Controller: ctrlCfg,
 	}
 	if logs != nil {
 		mgrOpts.Logger = zap.New(zap.WriteTo(logs), zap.Level(zapcore.InfoLevel))

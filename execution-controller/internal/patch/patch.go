@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/notes"
 )
 
 // Merge is a JSON merge patch of exactly the given document. Unlike
@@ -31,6 +32,7 @@ func (p Merge) Data(client.Object) ([]byte, error) { return json.Marshal(map[str
 // deployer writes phase": timeouts and interrupts.
 func FailItem(ctx context.Context, c client.Client, fieldManager string, item *lsv1alpha1.DeployItem, lastErr lsv1alpha1.Error, now time.Time) error {
 	t := metav1.NewTime(now)
+	notes.LastError(&lastErr)
 	lastErr.LastTransitionTime = t
 	lastErr.LastUpdateTime = t
 	p := Merge{

@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/execution-controller/internal/notes"
 	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/metrics"
 	"github.com/terrace-dev/terrace/kit/setup"
@@ -36,7 +37,6 @@ import (
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // ControllerName names the controller (logs, metrics, events).
 const ControllerName = "execution"
@@ -229,6 +229,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		r.forget(client.ObjectKeyFromObject(s.exec))
 		return nil
 	}
+	// Messages quote item names and other objects' messages: cut, so the
+	// write is never refused for their size.
+	notes.Conditions(s.exec.Status.Conditions)
+	notes.LastError(s.exec.Status.LastError)
 	if err := s.status.Patch(ctx, s.exec); err != nil {
 		return err
 	}
