@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +35,24 @@ type Options struct {
 	// TokenExpiration is the lifetime requested for kubeconfig tokens;
 	// 0 means one year. Tokens are renewed at 80% of their lifetime.
 	TokenExpiration time.Duration
+	// MaxNamespaceCPU, MaxNamespaceMemory, MaxNamespacePods and
+	// MaxNamespaceStorage bound the ResourceQuota a SpaceRequest may ask
+	// for; zero means spacerequest.DefaultCeilings.
+	MaxNamespaceCPU, MaxNamespaceMemory, MaxNamespacePods, MaxNamespaceStorage resource.Quantity
+}
+
+// ceilings are the options' ceilings, defaults for the zero ones.
+func (o *Options) ceilings() spacerequest.Ceilings {
+	c := spacerequest.DefaultCeilings()
+	for _, f := range []struct{ set, into *resource.Quantity }{
+		{&o.MaxNamespaceCPU, &c.CPU}, {&o.MaxNamespaceMemory, &c.Memory},
+		{&o.MaxNamespacePods, &c.Pods}, {&o.MaxNamespaceStorage, &c.Storage},
+	} {
+		if !f.set.IsZero() {
+			*f.into = f.set.DeepCopy()
+		}
+	}
+	return c
 }
 
 // BindFlags registers the options as flags on fs.
@@ -44,6 +63,42 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"How long a deleted SpaceRequest may stay Terminating before its Ready condition says UnableToTerminate.")
 	fs.DurationVar(&o.TokenExpiration, "token-expiration", orDefault(o.TokenExpiration, spacerequest.DefaultTokenExpiration),
 		"Lifetime requested for kubeconfig tokens (TokenRequest API, at least 10m); they are renewed at 80% of the granted lifetime.")
+	c := o.ceilings()
+	for _, f := range []struct {
+		into       *resource.Quantity
+		def        resource.Quantity
+		name, what string
+	}{
+		{&o.MaxNamespaceCPU, c.CPU, spacerequest.FlagMaxNamespaceCPU, "CPU (requests.cpu and limits.cpu)"},
+		{&o.MaxNamespaceMemory, c.Memory, spacerequest.FlagMaxNamespaceMemory, "memory (requests.memory and limits.memory)"},
+		{&o.MaxNamespacePods, c.Pods, spacerequest.FlagMaxNamespacePods, "pods"},
+		{&o.MaxNamespaceStorage, c.Storage, spacerequest.FlagMaxNamespaceStorage, "storage (requests.storage)"},
+	} {
+		*f.into = f.def
+		fs.Var(quantityFlag{f.into}, f.name, "Most "+f.what+" the ResourceQuota of one provisioned namespace may grant; a SpaceRequest asking for more is refused.")
+	}
+}
+
+// quantityFlag is a resource.Quantity as a pflag value.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f quantityFlag) String() string {
+	if f.q == nil {
+		return ""
+	}
+	return f.q.String()
+}
+func (f quantityFlag) Type() string { return "quantity" }
+func (f quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	if q.Sign() <= 0 {
+		return fmt.Errorf("must be positive, got %s", s)
+	}
+	*f.q = q
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -87,12 +142,13 @@ func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 		APIReader:          mgr.GetAPIReader(),
 		RoleReader:         roles,
 		Managed:            managed,
-		Recorder:           mgr.GetEventRecorder(Component),
+		Recorder:           boundedRecorder{next: mgr.GetEventRecorder(Component)},
 		TargetClusterURL:   url,
 		CAData:             ca,
 		Insecure:           cfg.Insecure,
 		TerminationTimeout: orDefault(o.TerminationTimeout, spacerequest.DefaultTerminationTimeout),
 		TokenExpiration:    orDefault(o.TokenExpiration, spacerequest.DefaultTokenExpiration),
+		Ceilings:           o.ceilings(),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("spacerequest-stub: %w", err)

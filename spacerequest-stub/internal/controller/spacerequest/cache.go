@@ -19,6 +19,8 @@ var (
 	serviceAccountGVK = corev1.SchemeGroupVersion.WithKind("ServiceAccount")
 	roleBindingGVK    = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
 	secretGVK         = corev1.SchemeGroupVersion.WithKind("Secret")
+	resourceQuotaGVK  = corev1.SchemeGroupVersion.WithKind("ResourceQuota")
+	limitRangeGVK     = corev1.SchemeGroupVersion.WithKind("LimitRange")
 )
 
 // lastAppliedAnnotation is kubectl's client-side apply annotation: on a
@@ -33,11 +35,11 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 }
 
 // ManagedCacheOptions are the options of the cache the reconciler's Managed
-// field needs: the metadata of namespaces, ServiceAccounts, RoleBindings and
-// Secrets carrying ManagedByLabel (the API server filters, so nothing else is
+// field needs: the metadata of namespaces, ServiceAccounts, RoleBindings,
+// ResourceQuotas, LimitRanges and Secrets carrying ManagedByLabel (the API server filters, so nothing else is
 // listed, sent or held in memory, however many such objects the cluster
-// has), and of ServiceAccounts and RoleBindings only the one name the stub
-// uses (their RBAC is restricted to that name, which a list or watch
+// has), and of ServiceAccounts, RoleBindings, ResourceQuotas and
+// LimitRanges only the one name the stub uses (their RBAC is restricted to that name, which a list or watch
 // satisfies only with a field selector on metadata.name). Objects are cached
 // without managedFields and without kubectl's last-applied-configuration
 // annotation; the stub reads neither. The caller sets Scheme, Mapper and
@@ -58,6 +60,14 @@ func ManagedCacheOptions() cache.Options {
 			metadataOf(roleBindingGVK): {
 				Label: managed,
 				Field: fields.OneTermEqualSelector("metadata.name", RoleBindingName),
+			},
+			metadataOf(resourceQuotaGVK): {
+				Label: managed,
+				Field: fields.OneTermEqualSelector("metadata.name", ResourceQuotaName),
+			},
+			metadataOf(limitRangeGVK): {
+				Label: managed,
+				Field: fields.OneTermEqualSelector("metadata.name", LimitRangeName),
 			},
 		},
 	}

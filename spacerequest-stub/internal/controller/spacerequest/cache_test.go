@@ -56,7 +56,7 @@ func TestOnlyTheStubsObjectsAreCached(t *testing.T) {
 	c := env.Client
 	team := unique("team-cache")
 	createNamespace(t, g, team)
-	mine, taken := team+"-mine", team+"-taken"
+	mine, taken := nsName(team, "mine"), nsName(team, "taken")
 
 	// Foreign objects, without the stub's label: a namespace the
 	// SpaceRequest "taken" would get, with a ServiceAccount and RoleBinding
@@ -188,7 +188,7 @@ func TestOnlyTheStubsObjectsAreCached(t *testing.T) {
 	for _, sr := range srs {
 		g.Expect(c.Delete(ctx, sr)).To(Succeed())
 	}
-	for _, name := range []string{mine, team + "-clash"} {
+	for _, name := range []string{mine, nsName(team, "clash")} {
 		g.Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
 			g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
@@ -242,7 +242,7 @@ func requestsPerSpaceRequest(t *testing.T, lag time.Duration) {
 		for _, r := range stubRequests.since(start) {
 			p := r.url.Path
 			if v := r.verb(); v != "list" && v != "watch" &&
-				(strings.Contains(p, "/namespaces/"+team+"/") || strings.Contains(p, "/namespaces/"+team+"-env/") || p == "/api/v1/namespaces") {
+				(strings.Contains(p, "/namespaces/"+team+"/") || strings.Contains(p, "/namespaces/"+nsName(team, "env")+"/") || p == "/api/v1/namespaces") {
 				out = append(out, strings.ToUpper(v)+" "+r.resource())
 			}
 		}
@@ -254,6 +254,8 @@ func requestsPerSpaceRequest(t *testing.T, lag time.Duration) {
 		"POST namespaces",            // created, never applied over one that exists
 		"PATCH serviceaccounts",      // server-side apply
 		"PATCH rolebindings",         // server-side apply
+		"PATCH resourcequotas",       // server-side apply
+		"PATCH limitranges",          // server-side apply
 		"POST serviceaccounts/token", // TokenRequest
 		"POST secrets",               // kubeconfig, created
 		"PATCH spacerequests/status", // Ready
@@ -263,10 +265,10 @@ func requestsPerSpaceRequest(t *testing.T, lag time.Duration) {
 	g.Expect(c.Delete(ctx, sr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ns := &corev1.Namespace{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: team + "-env"}, ns)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: nsName(team, "env")}, ns)).To(Succeed())
 		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finalizeNamespace(t, g, team+"-env")
+	finalizeNamespace(t, g, nsName(team, "env"))
 	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, sr)) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 	// Once the SpaceRequest is gone, the stub looks for a namespace it left

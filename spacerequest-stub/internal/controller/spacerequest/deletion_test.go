@@ -196,7 +196,7 @@ func TestUnlabelledNamespaceDeletionIsNoticed(t *testing.T) {
 	// unlabelled and terminating, goes.
 	team := unique("team-unlabelled")
 	createNamespace(t, g, team)
-	provisioned = team + "-env"
+	provisioned = nsName(team, "env")
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provisioned,
 		Annotations: map[string]string{spacerequest.SpaceRequestAnnotation: team + "/env"}}})).To(Succeed())
 	g.Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provisioned}})).To(Succeed())
@@ -226,7 +226,7 @@ func provisionedEnv(t *testing.T, g *WithT, prefix string) (*toolchainv1alpha1.S
 	g.Expect(env.Client.Create(context.Background(), sr)).To(Succeed())
 	key := client.ObjectKeyFromObject(sr)
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
-	return sr, key, team + "-env"
+	return sr, key, nsName(team, "env")
 }
 
 // TestOwnNamespaceDeletionIsNoOrphan: the stub removes a SpaceRequest's

@@ -3,6 +3,7 @@ package spacerequest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strings"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
@@ -44,7 +45,42 @@ const (
 	RoleBindingName = "namespace-manager-edit"
 	// EditClusterRole is the bootstrap ClusterRole granted in the namespace.
 	EditClusterRole = "edit"
+	// ResourceQuotaName and LimitRangeName are the ResourceQuota and
+	// LimitRange in every provisioned namespace, sized by the SpaceRequest's
+	// toolchainv1alpha1.NamespaceLimitsAnnotation.
+	ResourceQuotaName = "namespace-quota"
+	LimitRangeName    = "namespace-limits"
 )
+
+// PodSecurityLabels are the Pod Security Admission labels of every
+// provisioned namespace: the restricted profile, enforced (and audited and
+// warned about) at the latest version of the profile. The tenant's edit role
+// cannot write namespaces, so it cannot lift them.
+var PodSecurityLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "restricted",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+	"pod-security.kubernetes.io/audit":           "restricted",
+	"pod-security.kubernetes.io/audit-version":   "latest",
+	"pod-security.kubernetes.io/warn":            "restricted",
+	"pod-security.kubernetes.io/warn-version":    "latest",
+}
+
+// namespaceLabels are all the labels the stub applies to a namespace.
+func namespaceLabels() map[string]string {
+	labels := map[string]string{ManagedByLabel: ManagedByValue}
+	maps.Copy(labels, PodSecurityLabels)
+	return labels
+}
+
+// hasAll reports whether labels holds every one of want.
+func hasAll(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
 
 // maxNameLength is the length limit of a DNS label (namespace names).
 const maxNameLength = 63
@@ -54,12 +90,19 @@ func Key(sr *toolchainv1alpha1.SpaceRequest) string {
 	return sr.Namespace + "/" + sr.Name
 }
 
-// NamespaceName is the namespace provisioned for sr: "<namespace>-<name>",
-// made a valid DNS label. Names longer than 63 characters are cut and end in
-// a hash of the full name, so the name stays deterministic and unique.
+// NamespaceName is the namespace provisioned for sr: "<namespace>-<name>"
+// (dots made dashes, cut to leave room) for people to read, then "-" and 16
+// hex characters of a hash of Key(sr) that make it sr's alone. The readable
+// part alone is ambiguous across tenants (namespace "a-b" with name "c" and
+// namespace "a" with name "b-c" both read "a-b-c"); Key is not, as namespace
+// names hold no "/", and 64 bits of hash leave no collision to search for.
 func NamespaceName(sr *toolchainv1alpha1.SpaceRequest) string {
-	full := strings.ReplaceAll(sr.Namespace+"-"+sr.Name, ".", "-")
-	return bounded(full, maxNameLength)
+	suffix := hashOf(Key(sr))
+	readable := strings.ReplaceAll(sr.Namespace+"-"+sr.Name, ".", "-")
+	if limit := maxNameLength - len(suffix) - 1; len(readable) > limit {
+		readable = strings.TrimRight(readable[:limit], "-")
+	}
+	return readable + "-" + suffix
 }
 
 // SecretName is the kubeconfig Secret of sr, in sr's namespace.

@@ -46,14 +46,15 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (flow.Result,
 		return flow.Continue(), fmt.Errorf("reading namespace %s: %w", name, err)
 	case existing.Annotations[SpaceRequestAnnotation] != Key(s.sr) || !existing.DeletionTimestamp.IsZero():
 		return r.namespaceInUse(ctx, s, existing, live), nil
-	case existing.Labels[ManagedByLabel] == ManagedByValue:
+	case hasAll(existing.Labels, namespaceLabels()):
 		// Labels and annotations are all the stub applies: nothing to do.
 		return flow.Continue(), nil
 	}
 
-	// The stub's, without its label (removed by someone): label it again.
+	// The stub's, without its labels (removed or changed by someone with
+	// rights on namespaces): label it again.
 	ns := corev1ac.Namespace(name).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithLabels(namespaceLabels()).
 		WithAnnotations(map[string]string{SpaceRequestAnnotation: Key(s.sr)})
 	if err := r.apply(ctx, "ApplyNamespace", name, ns); err != nil {
 		return flow.Continue(), fmt.Errorf("applying namespace %s: %w", name, err)
@@ -66,7 +67,7 @@ func (r *Reconciler) applyNamespace(ctx context.Context, s *scope) (flow.Result,
 func (r *Reconciler) createNamespace(ctx context.Context, s *scope, name string) (bool, error) {
 	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{ManagedByLabel: ManagedByValue},
+		Labels:      namespaceLabels(),
 		Annotations: map[string]string{SpaceRequestAnnotation: Key(s.sr)},
 	}}
 	if err := r.create(ctx, "ApplyNamespace", name, created); err != nil {

@@ -72,7 +72,7 @@ func TestTracingContinuesTheSpaceRequestsTrace(t *testing.T) {
 	c := env.Client
 	team := unique("team-trace")
 	createNamespace(t, g, team)
-	provisioned := team + "-env"
+	provisioned := nsName(team, "env")
 	before := provisionedCount(t)
 
 	// Play the provisioner: the SpaceRequest is created with its span's context.
@@ -214,10 +214,10 @@ func TestProvisioningFailureIsAnEventAndAnErrorSpan(t *testing.T) {
 	g.Expect(c.Delete(ctx, sr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ns := &corev1.Namespace{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: team + "-env"}, ns)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: nsName(team, "env")}, ns)).To(Succeed())
 		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finalizeNamespace(t, g, team+"-env")
+	finalizeNamespace(t, g, nsName(team, "env"))
 	g.Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{})) }).
 		WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
@@ -244,10 +244,10 @@ func TestTracingOffWritesNoAnnotation(t *testing.T) {
 	g.Expect(c.Delete(ctx, sr)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ns := &corev1.Namespace{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: team + "-env"}, ns)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: nsName(team, "env")}, ns)).To(Succeed())
 		g.Expect(ns.DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finalizeNamespace(t, g, team+"-env")
+	finalizeNamespace(t, g, nsName(team, "env"))
 
 	g.Eventually(aw.Deleted).WithTimeout(timeout).WithPolling(interval).
 		Should(ContainElement(sr.Name), "the watch saw the SpaceRequest go")

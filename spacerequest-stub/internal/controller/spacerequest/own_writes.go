@@ -44,6 +44,8 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	sr := &toolchainv1alpha1.SpaceRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	r.written.Delete(secretKey(key.Namespace, SecretName(sr)))
 	r.written.Delete(roleBindingKey(NamespaceName(sr)))
+	r.written.Delete(resourceQuotaGVK.Kind + "/" + NamespaceName(sr) + "/" + ResourceQuotaName)
+	r.written.Delete(limitRangeGVK.Kind + "/" + NamespaceName(sr) + "/" + LimitRangeName)
 	r.unseen.forget(secretKey(key.Namespace, SecretName(sr)))
 	r.unseen.forget(namespaceKey(NamespaceName(sr)))
 }

@@ -128,6 +128,8 @@ func TestGeneratedRoleGrantsExactlyTheVerbsTheStubUses(t *testing.T) {
 		"/serviceaccounts[namespace-manager]":       {"create", "list", "patch", "watch"},
 		"/serviceaccounts/token[namespace-manager]": {"create"},
 		"rbac.authorization.k8s.io/rolebindings[namespace-manager-edit]": {"create", "list", "patch", "watch"},
+		"/resourcequotas[namespace-quota]":                               {"create", "list", "patch", "watch"},
+		"/limitranges[namespace-limits]":                                 {"create", "list", "patch", "watch"},
 		"rbac.authorization.k8s.io/clusterroles[edit]":                   {"bind", "list", "watch"},
 		"events.k8s.io/events[]":                                         {"create", "patch"},
 		"toolchain.dev.openshift.com/spacerequests[]":                    {"list", "patch", "watch"},

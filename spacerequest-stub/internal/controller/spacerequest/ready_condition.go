@@ -12,6 +12,8 @@ import (
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/flow"
+	"github.com/terrace-dev/terrace/kit/status"
+	"github.com/terrace-dev/terrace/kit/text"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
@@ -64,7 +66,7 @@ func (r *Reconciler) setReady(sr *toolchainv1alpha1.SpaceRequest, status metav1.
 		Type:               toolchainv1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             reason,
-		Message:            message,
+		Message:            boundedMessage(message),
 		ObservedGeneration: sr.Generation,
 	})
 	if enters {
@@ -84,10 +86,22 @@ func (r *Reconciler) markProvisioningStarted(_ context.Context, s *scope) (flow.
 	return flow.Continue(), nil
 }
 
+// conditionMessageIs reports whether the Ready condition's message is msg
+// (as setReady stores it).
 func conditionMessageIs(sr *toolchainv1alpha1.SpaceRequest, msg string) bool {
 	c := meta.FindStatusCondition(sr.Status.Conditions, toolchainv1alpha1.ConditionReady)
-	return c != nil && c.Message == msg
+	return c != nil && c.Message == boundedMessage(msg)
 }
+
+// boundedMessage cuts a condition message to status.MaxMessage (the CRD's
+// bound: a longer one would make the status write fail), keeping its end,
+// which says what to do.
+func boundedMessage(msg string) string {
+	return text.CutMiddle(msg, status.MaxMessage, maxMessageTail)
+}
+
+// maxMessageTail is how much of a cut message's end is kept.
+const maxMessageTail = 512
 
 func (r *Reconciler) markProvisioned(ctx context.Context, s *scope) (flow.Result, error) {
 	ns := NamespaceName(s.sr)

@@ -40,6 +40,12 @@ func createNamespace(t *testing.T, g Gomega, name string) {
 	g.Expect(env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 }
 
+// nsName is the namespace the stub provisions for the SpaceRequest
+// namespace/name.
+func nsName(namespace, name string) string {
+	return spacerequest.NamespaceName(newSpaceRequest(namespace, name))
+}
+
 func newSpaceRequest(ns, name string) *toolchainv1alpha1.SpaceRequest {
 	return &toolchainv1alpha1.SpaceRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -74,7 +80,7 @@ func TestProvisionUseAndTerminate(t *testing.T) {
 	c := env.Client
 	team := unique("team-a")
 	createNamespace(t, g, team)
-	provisioned := team + "-staging"
+	provisioned := nsName(team, "staging")
 	sr := newSpaceRequest(team, "staging")
 	g.Expect(c.Create(ctx, sr)).To(Succeed())
 	key := client.ObjectKeyFromObject(sr)
@@ -209,7 +215,7 @@ func TestForeignNamespaceIsNotTakenOver(t *testing.T) {
 	ctx := context.Background()
 	team := unique("team-b")
 	createNamespace(t, g, team)
-	createNamespace(t, g, team+"-dev")
+	createNamespace(t, g, nsName(team, "dev"))
 	sr := newSpaceRequest(team, "dev")
 	g.Expect(env.Client.Create(ctx, sr)).To(Succeed())
 	key := client.ObjectKeyFromObject(sr)
@@ -220,7 +226,7 @@ func TestForeignNamespaceIsNotTakenOver(t *testing.T) {
 		return c.Message
 	}).WithTimeout(timeout).WithPolling(interval).Should(ContainSubstring("already exists"))
 	ns := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: team + "-dev"}, ns)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: nsName(team, "dev")}, ns)).To(Succeed())
 	g.Expect(ns.Annotations).NotTo(HaveKey(spacerequest.SpaceRequestAnnotation))
 
 	// Deleting it leaves the foreign namespace alone and completes.
@@ -228,7 +234,7 @@ func TestForeignNamespaceIsNotTakenOver(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, key, &toolchainv1alpha1.SpaceRequest{}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: team + "-dev"}, ns)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: nsName(team, "dev")}, ns)).To(Succeed())
 	g.Expect(ns.DeletionTimestamp).To(BeNil())
 }
 
@@ -243,7 +249,9 @@ func TestNamespaceNamesAreValidAndDeterministic(t *testing.T) {
 	other.Name += "x"
 	g.Expect(spacerequest.NamespaceName(other)).NotTo(Equal(n))
 	g.Expect(strings.HasPrefix(n, "a-rather-long-namespace-name-for-a-team-and-an")).To(BeTrue())
-	g.Expect(spacerequest.NamespaceName(newSpaceRequest("ns", "sr"))).To(Equal("ns-sr"))
+	g.Expect(spacerequest.NamespaceName(newSpaceRequest("ns", "sr"))).To(MatchRegexp(`^ns-sr-[0-9a-f]{16}$`))
+	// Alike to read, different SpaceRequests: different namespaces.
+	g.Expect(spacerequest.NamespaceName(newSpaceRequest("a-b", "c"))).NotTo(Equal(spacerequest.NamespaceName(newSpaceRequest("a", "b-c"))))
 }
 
 // TestTierAndTargetClusterRolesAreIgnored: the stub provisions the same for
@@ -264,7 +272,7 @@ func TestTierAndTargetClusterRolesAreIgnored(t *testing.T) {
 	key := client.ObjectKeyFromObject(sr)
 	g.Eventually(reason(key)).WithTimeout(timeout).WithPolling(interval).Should(Equal(toolchainv1alpha1.ReasonProvisioned))
 	g.Expect(c.Get(ctx, key, sr)).To(Succeed())
-	access := []toolchainv1alpha1.NamespaceAccess{{Name: team + "-env", SecretRef: "env-kubeconfig"}}
+	access := []toolchainv1alpha1.NamespaceAccess{{Name: nsName(team, "env"), SecretRef: "env-kubeconfig"}}
 	g.Expect(sr.Status.NamespaceAccess).To(Equal(access))
 	g.Expect(sr.Status.TargetClusterURL).To(Equal(env.Config.Host))
 

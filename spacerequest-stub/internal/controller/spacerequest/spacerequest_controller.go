@@ -70,6 +70,10 @@ const (
 	EventNamespaceTerminating = "NamespaceTerminating"
 	EventClusterRoleNotReady  = "ClusterRoleNotReady"
 	EventTerminationFailed    = "TerminationFailed"
+	// EventInvalidNamespaceLimits: the SpaceRequest's namespace limits
+	// annotation does not parse, cannot work, or asks for more than the
+	// ceilings allow.
+	EventInvalidNamespaceLimits = "InvalidNamespaceLimits"
 	// EventOrphanedNamespaceDeleted is recorded on a namespace the stub
 	// deleted because its SpaceRequest is gone without the stub having
 	// cleaned up (its finalizer was removed by hand).
@@ -85,7 +89,8 @@ const (
 // the object; and the stub lists and watches them with a field selector on
 // that name (ManagedCacheOptions). Namespaces and Secrets have a name per
 // SpaceRequest, and the stub creates them with a POST (whose authorization
-// has no name), so those rules cannot name them. Only the verbs the code
+// has no name), so those rules cannot name them. ResourceQuotas and
+// LimitRanges are handled as RoleBindings: one name each, applied. Only the verbs the code
 // uses: caches list and watch (they never get); only namespaces and Secrets
 // are read one by one from the API server (APIReader), so only they have
 // get (a SpaceRequest is confirmed gone with a list of its one name, see
@@ -99,6 +104,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create,resourceNames=namespace-manager
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=list;watch;create;patch,resourceNames=namespace-manager-edit
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch;create;patch,resourceNames=namespace-quota
+// +kubebuilder:rbac:groups="",resources=limitranges,verbs=list;watch;create;patch,resourceNames=namespace-limits
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=list;watch;bind,resourceNames=edit
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -136,6 +143,8 @@ type Reconciler struct {
 	TerminationTimeout time.Duration
 	// TokenExpiration is the token lifetime requested from the TokenRequest API.
 	TokenExpiration time.Duration
+	// Ceilings bound the quota a SpaceRequest may ask for.
+	Ceilings Ceilings
 
 	// now is the clock; nil means time.Now.
 	now func() time.Time
@@ -177,6 +186,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.TerminationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("spacerequest: termination timeout must be positive, got %s", r.TerminationTimeout))
 	}
+	if c := r.Ceilings; c.CPU.Sign() <= 0 || c.Memory.Sign() <= 0 || c.Pods.Sign() <= 0 || c.Storage.Sign() <= 0 {
+		errs = append(errs, fmt.Errorf("spacerequest: namespace ceilings must be positive, got cpu %s, memory %s, pods %s, storage %s",
+			c.CPU.String(), c.Memory.String(), c.Pods.String(), c.Storage.String()))
+	}
 	if r.TokenExpiration < MinTokenExpiration {
 		errs = append(errs, fmt.Errorf("spacerequest: token expiration must be at least %s, got %s", MinTokenExpiration, r.TokenExpiration))
 	}
@@ -198,6 +211,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(namespaceGVK), seeingHandler{next: toSpaceRequest, seen: r.seenNamespace, gone: r.goneNamespace})).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(serviceAccountGVK), toSpaceRequest)).
 		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(roleBindingGVK), toSpaceRequest)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(resourceQuotaGVK), toSpaceRequest)).
+		WatchesRawSource(source.Kind[client.Object](r.Managed, metadataOf(limitRangeGVK), toSpaceRequest)).
 		Complete(r)
 }
 
@@ -226,6 +241,8 @@ type scope struct {
 	// patcher writes the status once, at the end of the reconcile; the
 	// finalizer writes go through it too (Track), for the stale guard.
 	patcher *status.Patcher
+	// limits size the namespace's ResourceQuota and LimitRange.
+	limits toolchainv1alpha1.NamespaceLimits
 	// serviceAccountUID is the UID of the applied ServiceAccount.
 	serviceAccountUID types.UID
 	// wasReady: the SpaceRequest was Ready when the reconcile started (so
@@ -251,7 +268,9 @@ func (r *Reconciler) provisioningSteps() []flow.Step[*scope] {
 		r.addFinalizer,
 		r.markProvisioningStarted,
 		r.checkClusterRole,
+		r.loadNamespaceLimits,
 		r.applyNamespace,
+		r.applyNamespaceLimits,
 		r.applyServiceAccount,
 		r.applyRoleBinding,
 		r.applyKubeconfigSecret,
