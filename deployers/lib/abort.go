@@ -25,7 +25,8 @@ func (r *Reconciler) runAbort(ctx context.Context, s *scope) (flow.Result, error
 		return flow.Stop(), err
 	}
 	actx, span := tracing.StartStep(ctx, tracer(), Kind, "Abort", AttrDeployer.String(r.opts.Name))
-	res, err := r.deployer.Abort(actx, r.request(s, false))
+	req := r.request(s, false)
+	res, err := r.call(actx, func(ctx context.Context) (Result, error) { return r.deployer.Abort(ctx, req) })
 	tracing.EndStep(span, err)
 	if err == nil && res.Pending {
 		s.result = extension.MinRequeue(s.result, reconcile.Result{RequeueAfter: res.RequeueAfter})

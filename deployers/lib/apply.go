@@ -58,9 +58,9 @@ func (r *Reconciler) callApply(ctx context.Context, s *scope, operation string, 
 		err error
 	)
 	if operation == OperationForceReconcile {
-		res, err = r.deployer.ForceReconcile(actx, req)
+		res, err = r.call(actx, func(ctx context.Context) (Result, error) { return r.deployer.ForceReconcile(ctx, req) })
 	} else {
-		res, err = r.deployer.Reconcile(actx, req)
+		res, err = r.call(actx, func(ctx context.Context) (Result, error) { return r.deployer.Reconcile(ctx, req) })
 	}
 	if res.Pending {
 		span.SetAttributes(attribute.Bool("terrace.pending", true))

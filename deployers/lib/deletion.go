@@ -58,7 +58,8 @@ func (r *Reconciler) deleteUninstalled(ctx context.Context, s *scope) {
 // callDelete calls the deployer's Delete; once it is done the finalizer goes.
 func (r *Reconciler) callDelete(ctx context.Context, s *scope) {
 	dctx, span := tracing.StartStep(ctx, tracer(), Kind, "Delete", AttrDeployer.String(r.opts.Name))
-	res, err := r.deployer.Delete(dctx, r.request(s, false))
+	req := r.request(s, false)
+	res, err := r.call(dctx, func(ctx context.Context) (Result, error) { return r.deployer.Delete(ctx, req) })
 	tracing.EndStep(span, err)
 	if err == nil && !res.Pending {
 		s.removeFinalizer = true

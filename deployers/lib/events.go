@@ -11,11 +11,12 @@ import (
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
 
-// event emits an event on the item once the reconcile's writes succeeded.
+// event emits an event on the item once the reconcile's writes succeeded;
+// its note is cut to MaxEventNote.
 func (r *Reconciler) event(s *scope, eventType, reason, format string, args ...any) {
-	obj := s.orig
+	obj, note := s.orig, eventNote(format, args...)
 	s.reports = append(s.reports, func() {
-		r.recorder.Eventf(obj, nil, eventType, reason, reason, format, args...)
+		r.recorder.Eventf(obj, nil, eventType, reason, reason, "%s", note)
 	})
 }
 

@@ -12,15 +12,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;patch;delete
+// Export Secrets are created, patched (a JSON patch testing the ownership
+// label) and deleted, never read: a read through the cached client would
+// cache every Secret of the cluster. config/policies/<deployer>.yaml lets the
+// deployers write no other Secrets.
+//
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;patch;delete
 
 // ExportKey is the key of an export Secret that holds the item's exports as
 // one JSON document (which is also YAML), e.g. {"url": "https://…"}.
@@ -46,57 +49,77 @@ func exportOwnerReference(di *lsv1alpha1.DeployItem) metav1.OwnerReference {
 
 // WriteExport writes export (a JSON document) to the item's export Secret,
 // owned by the item and labelled ExportOwnerLabel, and points
-// status.exportRef at it. The first export of an item creates the Secret (a
-// Secret of that name that the item did not write fails the job with
-// ERR_CONFIGURATION_PROBLEM, reason ExportSecretConflict); later ones update
-// it by server-side apply. Either way one request.
+// status.exportRef at it. A Secret of that name that does not carry the
+// item's label is never written: not on the first export, and not on a later
+// one when somebody deleted the item's Secret and created one of their own
+// under its name. The job then fails with ERR_CONFIGURATION_PROBLEM, reason
+// ExportSecretConflict. One request when the item's Secret is as expected
+// (an update of an item with status.exportRef, the first create otherwise).
 func WriteExport(ctx context.Context, c client.Client, fieldOwner string, di *lsv1alpha1.DeployItem, export []byte) error {
 	name := ExportSecretName(di)
-	if di.Status.ExportReference == nil {
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: di.Namespace,
-				Labels:          map[string]string{ExportOwnerLabel: di.Name},
-				OwnerReferences: []metav1.OwnerReference{exportOwnerReference(di)},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{ExportKey: export},
-		}
-		err := c.Create(ctx, s, client.FieldOwner(fieldOwner))
-		if err == nil {
-			di.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: name, Namespace: di.Namespace}
+	if di.Status.ExportReference != nil {
+		switch err := updateOwnExport(ctx, c, fieldOwner, di, export); {
+		case err == nil:
 			return nil
+		case failedTest(err):
+			return exportConflict(di)
+		case !apierrors.IsNotFound(err):
+			return TransientError("ExportFailed", fmt.Errorf("writing export Secret %s/%s: %w", di.Namespace, name, err))
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return TransientError("ExportFailed", fmt.Errorf("creating export Secret %s/%s: %w", di.Namespace, name, err))
-		}
-		// It exists: the item's own from a job whose status write was lost
-		// (rare), or somebody else's, which is never taken over.
-		owned, _, err := exportOwned(ctx, c, di, &corev1.Secret{})
-		if err != nil {
-			return TransientError("ExportFailed", err)
-		}
-		if !owned {
-			return ConfigError(ReasonExportConflict,
-				"export Secret %s/%s already exists and was not written by this deploy item (it lacks the label %s=%s); the library neither takes over nor deletes it: rename or remove that Secret",
-				di.Namespace, name, ExportOwnerLabel, di.Name)
+		// Gone: created anew.
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: di.Namespace,
+			Labels:          map[string]string{ExportOwnerLabel: di.Name},
+			OwnerReferences: []metav1.OwnerReference{exportOwnerReference(di)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ExportKey: export},
+	}
+	err := c.Create(ctx, s, client.FieldOwner(fieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		// The item's own from a job whose status write was lost (rare), or
+		// somebody else's, which is never taken over.
+		err = updateOwnExport(ctx, c, fieldOwner, di, export)
+		if failedTest(err) || apierrors.IsNotFound(err) {
+			return exportConflict(di)
 		}
 	}
-	ac := corev1ac.Secret(name, di.Namespace).
-		WithType(corev1.SecretTypeOpaque).
-		WithLabels(map[string]string{ExportOwnerLabel: di.Name}).
-		WithData(map[string][]byte{ExportKey: export}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(lsv1alpha1.SchemeGroupVersion.String()).
-			WithKind("DeployItem").
-			WithName(di.Name).
-			WithUID(di.UID))
-	if err := c.Apply(ctx, ac, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+	if err != nil {
 		return TransientError("ExportFailed", fmt.Errorf("writing export Secret %s/%s: %w", di.Namespace, name, err))
 	}
 	di.Status.ExportReference = &lsv1alpha1.ObjectReference{Name: name, Namespace: di.Namespace}
 	return nil
 }
+
+// updateOwnExport writes export into the item's export Secret with a JSON
+// patch whose first operation tests the item's ExportOwnerLabel: the test
+// and the write are one request, so a Secret that is not the item's (any
+// more) is never written, whatever happened since it was last looked at. A
+// failed test is a 422 (see failedTest).
+func updateOwnExport(ctx context.Context, c client.Client, fieldOwner string, di *lsv1alpha1.DeployItem, export []byte) error {
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": ownerLabelPath, "value": di.Name},
+		{"op": "add", "path": "/data", "value": map[string][]byte{ExportKey: export}},
+	})
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ExportSecretName(di), Namespace: di.Namespace}}
+	return c.Patch(ctx, s, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(fieldOwner))
+}
+
+// exportConflict is the error of an export whose Secret name is taken by a
+// Secret the item did not write.
+func exportConflict(di *lsv1alpha1.DeployItem) error {
+	return ConfigError(ReasonExportConflict,
+		"export Secret %s/%s exists and was not written by this deploy item (it lacks the label %s=%s); the deployer neither takes over nor deletes it: rename or remove that Secret",
+		di.Namespace, ExportSecretName(di), ExportOwnerLabel, di.Name)
+}
+
+// ownerLabelPath is ExportOwnerLabel as a JSON pointer (RFC 6901).
+var ownerLabelPath = "/metadata/labels/" + strings.ReplaceAll(strings.ReplaceAll(ExportOwnerLabel, "~", "~0"), "/", "~1")
 
 // exportOwned reports whether the item's export Secret exists (exists) and
 // carries the item's ExportOwnerLabel (owned), filling s from the API server
@@ -106,8 +129,7 @@ func WriteExport(ctx context.Context, c client.Client, fieldOwner string, di *ls
 // nothing.
 func exportOwned(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem, s *corev1.Secret) (owned, exists bool, err error) {
 	s.Name, s.Namespace = ExportSecretName(di), di.Namespace
-	path := "/metadata/labels/" + strings.ReplaceAll(strings.ReplaceAll(ExportOwnerLabel, "~", "~0"), "/", "~1")
-	test, err := json.Marshal([]map[string]string{{"op": "test", "path": path, "value": di.Name}})
+	test, err := json.Marshal([]map[string]string{{"op": "test", "path": ownerLabelPath, "value": di.Name}})
 	if err != nil {
 		return false, false, err
 	}
@@ -124,14 +146,16 @@ func exportOwned(ctx context.Context, c client.Client, di *lsv1alpha1.DeployItem
 }
 
 // failedTest: the API server answers a JSON patch whose test fails with 422
-// (or, on older servers, 400).
+// (or, on older servers, 400) naming no object, unlike a refusal of the
+// patched object (validation, admission), which names its kind.
 func failedTest(err error) bool {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return false
 	}
-	code := st.Status().Code
-	return code == http.StatusUnprocessableEntity || code == http.StatusBadRequest
+	status := st.Status()
+	named := status.Details != nil && status.Details.Kind != ""
+	return (status.Code == http.StatusUnprocessableEntity || status.Code == http.StatusBadRequest) && !named
 }
 
 // ClearExport is WriteExport for an item that exports nothing (any more):

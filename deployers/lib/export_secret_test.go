@@ -64,3 +64,42 @@ func TestExportNeverTakesOverAForeignSecret(t *testing.T) {
 	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own-export"}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the item's own export Secret is deleted with it: %v", err)
 }
+
+// TestExportDoesNotAdoptASecretRecreatedUnderItsName: the item's export
+// Secret is deleted and somebody creates a Secret of their own under its
+// name. The item's next job, which knows its export (status.exportRef),
+// neither overwrites nor labels nor owns that Secret: it fails with
+// ExportSecretConflict naming it, and deleting the item leaves it alone.
+func TestExportDoesNotAdoptASecretRecreatedUnderItsName(t *testing.T) {
+	ns, g := setup(t, &behaviour{export: []byte(`{"url":"https://example.org"}`)})
+	ctx := context.Background()
+	di := newItem(ns, "app")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+	g.Expect(get(g, di)().Status.ExportReference).NotTo(BeNil())
+
+	key := client.ObjectKey{Namespace: ns, Name: "app-export"}
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}, Data: map[string][]byte{"password": []byte("theirs")}}
+	g.Expect(env.Client.Create(ctx, theirs)).To(Succeed())
+
+	firstJob := get(g, di)().Status.JobIDFinished
+	annotate(g, di, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	g.Eventually(func() string { return get(g, di)().Status.JobIDFinished }, timeout, interval).ShouldNot(Equal(firstJob))
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseFailed), settled()))
+	le := get(g, di)().Status.LastError
+	g.Expect(le.Reason).To(Equal(lib.ReasonExportConflict))
+	g.Expect(le.Codes).To(ConsistOf(lsv1alpha1.ErrorConfigurationProblem))
+	g.Expect(le.Message).To(ContainSubstring(ns + "/app-export"))
+
+	now := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, key, now)).To(Succeed())
+	g.Expect(now.Data).To(Equal(map[string][]byte{"password": []byte("theirs")}))
+	g.Expect(now.Labels).NotTo(HaveKey(lib.ExportOwnerLabel))
+	g.Expect(now.OwnerReferences).To(BeEmpty())
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(gone(g, di), timeout, interval).Should(BeTrue())
+	g.Expect(env.Client.Get(ctx, key, now)).To(Succeed(), "their Secret survives the item's deletion")
+	g.Expect(now.Data).To(Equal(map[string][]byte{"password": []byte("theirs")}))
+}

@@ -49,6 +49,6 @@ func (r *Reconciler) reportUnknownOperation(_ context.Context, s *scope) (flow.R
 	}
 	s.log.Info("ignoring unknown operation", "operation", op, "accepted", knownOperations)
 	r.recorder.Eventf(s.orig, nil, corev1.EventTypeWarning, ReasonUnknownOperation, ReasonUnknownOperation,
-		"%s", unknownop.Message(op, "deploy items", knownOperations))
+		"%s", eventNote("%s", unknownop.Message(op, "deploy items", knownOperations)))
 	return flow.Continue(), nil
 }

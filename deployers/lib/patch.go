@@ -124,7 +124,7 @@ func (r *Reconciler) refusedStatus(s *scope, err error) *lsv1alpha1.DeployItem {
 	now := metav1.NewTime(r.now())
 	obj.Status.LastError = &lsv1alpha1.Error{
 		Operation: OperationReconcile, Reason: ReasonStatusWriteFailed,
-		Message: "the API server refused the deploy item's status: " + err.Error(),
+		Message: statusMessage("the API server refused the deploy item's status: " + err.Error()),
 		Codes:   []lsv1alpha1.ErrorCode{lsv1alpha1.ErrorConfigurationProblem}, LastTransitionTime: now, LastUpdateTime: now,
 	}
 	r.event(s, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", obj.Status.LastError.Message)

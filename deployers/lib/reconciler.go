@@ -29,13 +29,14 @@ import (
 )
 
 // The deployer library reads and writes deploy items, reads Targets, and
-// records Events. Deployers add their own markers.
+// records Events (events.k8s.io only: the core group's Events are the
+// manager's leader election's, in its own namespace). Deployers add their
+// own markers.
 //
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems/status,verbs=get;patch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=deployitems/status,verbs=patch
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets;contexts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 const (
 	// targetIndex indexes cached items by "<namespace>/<spec.target.name>".

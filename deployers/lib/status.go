@@ -139,12 +139,12 @@ func (r *Reconciler) fail(s *scope, operation, reason, message string, codes []l
 }
 
 // setError records lastError; an unchanged error keeps its times, so
-// repeating it writes nothing. Not status.SetLastErrorFields: the codes are
-// part of the comparison here (a retried error that fails at its deadline
-// gains ERR_TIMEOUT under the same reason and message), and the message is
-// kept whole.
+// repeating it writes nothing. Not status.SetLastErrorFields: that cuts the
+// message's end, and the end of a deployer's message says how to go on
+// (statusMessage keeps it).
 func (r *Reconciler) setError(s *scope, operation, reason, message string, codes []lsv1alpha1.ErrorCode) {
 	di := s.item
+	message = statusMessage(message)
 	now := metav1.NewTime(r.now())
 	prev := s.prevError()
 	if prev != nil && prev.Operation == operation && prev.Reason == reason && prev.Message == message && slices.Equal(prev.Codes, codes) {
@@ -160,9 +160,10 @@ func (r *Reconciler) setError(s *scope, operation, reason, message string, codes
 	setReady(s, metav1.ConditionFalse, reason, message)
 }
 
-// setReady sets the Ready condition of the item.
+// setReady sets the Ready condition of the item, its message bounded as
+// lastError's is.
 func setReady(s *scope, st metav1.ConditionStatus, reason, message string) {
-	status.SetReady(&s.item.Status.Conditions, s.item.Generation, st, reason, message)
+	status.SetReady(&s.item.Status.Conditions, s.item.Generation, st, reason, statusMessage(message))
 }
 
 // prevError is the lastError of the job this reconcile works on as the

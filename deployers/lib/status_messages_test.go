@@ -8,11 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/status"
 )
 
 // abortWith writes an abort request the way the execution controller's
@@ -156,4 +158,44 @@ func TestUnknownOperationIsReportedOnce(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(unknownOperationEvents(g, env.Client, ns, "typo")).To(HaveLen(2))
 	}, timeout, interval).Should(Succeed())
+}
+
+// TestHugeErrorIsCutToTheBound: an error as large as a target cluster may
+// answer (hundreds of kilobytes) reaches lastError and the Ready condition
+// cut to status.MaxMessage, and the Event cut to lib.MaxEventNote (the
+// events API refuses longer notes: the Event would be lost). The cut keeps
+// the start (what failed) and the end (how to go on).
+func TestHugeErrorIsCutToTheBound(t *testing.T) {
+	huge := "the target said: " + strings.Repeat("blah ", 80_000)
+	ns, g := setup(t, &behaviour{deleteFail: lib.ConfigError("HugeError", "%s", huge)})
+	ctx := context.Background()
+	di := newItem(ns, "huge")
+	g.Expect(env.Client.Create(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(phase(lsv1alpha1.PhaseSucceeded), settled()))
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(phase(lsv1alpha1.PhaseFailed))
+
+	got := get(g, di)()
+	wayOn := ContainSubstring(lsv1alpha1.DeleteWithoutUninstallAnnotation)
+	g.Expect(len(got.Status.LastError.Message)).To(BeNumerically("<=", status.MaxMessage))
+	g.Expect(got.Status.LastError.Message).To(And(HavePrefix("the target said: blah"), wayOn))
+	ready := meta.FindStatusCondition(got.Status.Conditions, status.ConditionReady)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(len(ready.Message)).To(BeNumerically("<=", status.MaxMessage))
+	g.Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == "huge" && e.Reason == "HugeError" {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(HaveLen(1), "the Event of the huge error is recorded")
+		g.Expect(len(notes[0])).To(BeNumerically("<=", lib.MaxEventNote))
+		g.Expect(notes[0]).To(And(HavePrefix("Delete: the target said: blah"), wayOn))
+	}, timeout, interval).Should(Succeed())
+
+	annotate(g, di, lsv1alpha1.DeleteWithoutUninstallAnnotation, "true")
+	g.Eventually(gone(g, di), timeout, interval).Should(BeTrue())
 }

@@ -170,6 +170,10 @@ type Options struct {
 	// from --default-timeout, the counterpart of the execution controller's
 	// --progressing-timeout.
 	DefaultTimeout timeout.Timeout
+	// CallTimeout bounds each call of the Deployer's methods (default
+	// DefaultCallTimeout; the binaries' --call-timeout): a call that runs
+	// longer is cancelled and retried as a transient error.
+	CallTimeout time.Duration
 	// Namespaces restricts the deploy items watched to these namespaces
 	// (default: all). The deployer runs its own item informer, so a
 	// namespace restriction of the manager's cache does not reach it; tests
@@ -183,6 +187,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.DefaultTimeout == (timeout.Timeout{}) {
 		o.DefaultTimeout = timeout.After(DefaultTimeout)
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
 	}
 }
 

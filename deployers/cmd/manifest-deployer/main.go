@@ -22,15 +22,25 @@ var version = "dev"
 const name = "manifest-deployer"
 
 func main() {
-	var f cmdutil.Flags
+	var (
+		f    cmdutil.Flags
+		opts manifest.Options
+	)
 	app.Main(name, app.Setup{
-		BindFlags: func(fs *pflag.FlagSet) { f.Bind(fs) },
-		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
+		BindFlags: func(fs *pflag.FlagSet) {
+			f.Bind(fs)
+			opts.BindFlags(fs)
+		},
+		Register: func(_ context.Context, mgr ctrl.Manager, mo manager.Options) error {
 			id, sel, err := f.Resolve(name)
 			if err != nil {
 				return err
 			}
-			return manifest.AddToManager(mgr, manifest.Options{Name: name, Identity: id, Version: version, TargetSelector: sel, DefaultTimeout: f.DefaultTimeout})
+			opts.Name, opts.Identity, opts.Version, opts.TargetSelector = name, id, version, sel
+			opts.DefaultTimeout, opts.CallTimeout = f.DefaultTimeout, f.CallTimeout
+			// A Target naming the deployer's own endpoints is refused.
+			opts.TargetClients.OwnListenAddresses = []string{mo.MetricsBindAddress, mo.HealthProbeBindAddress, mo.PprofBindAddress}
+			return manifest.AddToManager(mgr, opts)
 		},
 	})
 }

@@ -29,7 +29,7 @@ func main() {
 			if err != nil {
 				return err
 			}
-			return mock.AddToManager(mgr, mock.Options{Name: name, Identity: id, Version: version, TargetSelector: sel, DefaultTimeout: f.DefaultTimeout})
+			return mock.AddToManager(mgr, mock.Options{Name: name, Identity: id, Version: version, TargetSelector: sel, DefaultTimeout: f.DefaultTimeout, CallTimeout: f.CallTimeout})
 		},
 	})
 }

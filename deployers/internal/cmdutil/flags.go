@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -20,6 +21,8 @@ type Flags struct {
 	TargetLabelSelector string
 	// DefaultTimeout bounds the jobs of items without spec.timeout.
 	DefaultTimeout timeout.Timeout
+	// CallTimeout bounds each call of the deployer (lib.Options.CallTimeout).
+	CallTimeout time.Duration
 }
 
 // Bind binds the flags to fs.
@@ -28,6 +31,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.TargetSelector, "target-selector", "", `Serve only deploy items whose Target's annotations match this selector (label-selector syntax), e.g. "landscaper.gardener.cloud/environment=prod" or "!landscaper.gardener.cloud/environment". Empty: all items of the deployer's type.`)
 	fs.StringVar(&f.TargetLabelSelector, "target-label-selector", "", "Serve only deploy items whose Target's labels match this selector. Empty: no label restriction.")
 	f.DefaultTimeout = timeout.After(lib.DefaultTimeout)
+	fs.DurationVar(&f.CallTimeout, "call-timeout", lib.DefaultCallTimeout,
+		"How long one call of the deployer for one item (an apply, a deletion, an abort) may take before it is cancelled and retried; a slow target cluster holds a worker no longer.")
 	fs.Var(&f.DefaultTimeout, "default-timeout", `How long a job of an item without spec.timeout may retry errors or wait (readiness, a pending deletion) since its lastReconcileTime before it fails with ERR_TIMEOUT; "none" disables. Keep it in line with the execution controller's --progressing-timeout.`)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,8 +25,12 @@ import (
 // prev is the item's record from before (status.providerStatus). An object of
 // a kind that a CustomResourceDefinition of the same item defines, and that
 // the target does not serve yet, waits for it: it is applied in a later
-// reconcile, and waitingFor says which kinds are missing.
-func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, cfg *config, prev []manifestv1alpha2.ManagedResourceStatus) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
+// reconcile, and waitingFor says which kinds are missing. The job's deadline
+// (zero: none) is checked before each manifest: a slow target cluster, each
+// request within its own timeout, must not keep the job past it. (A call
+// that starts past the deadline applies, and the step that waits reports
+// the timeout: readiness, a pending deletion.)
+func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.DeployItem, cfg *config, prev []manifestv1alpha2.ManagedResourceStatus, deadline time.Time) (managedOut []manifestv1alpha2.ManagedResourceStatus, applied []*unstructured.Unstructured, waitingFor string, err error) {
 	entries, waitingFor, err := applyOrder(c, cfg)
 	if err != nil {
 		return nil, nil, "", err
@@ -39,7 +44,13 @@ func (d *deployer) apply(ctx context.Context, c *clusterClient, di *lsv1alpha1.D
 	for _, r := range prev {
 		run.recorded[resourceKey(r.Resource)] = r
 	}
-	for _, e := range entries {
+	inTime := !pastDeadline(deadline)
+	for i, e := range entries {
+		if inTime && pastDeadline(deadline) {
+			return run.soFar(), nil, "", lib.PermanentError(lib.ReasonTimeout,
+				fmt.Sprintf("the job's timeout passed while applying: %d of %d manifests applied, %s and later not", i, len(entries), e.field),
+				lsv1alpha1.ErrorTimeout)
+		}
 		if err := run.applyEntry(ctx, e); err != nil {
 			return run.soFar(), nil, "", err
 		}

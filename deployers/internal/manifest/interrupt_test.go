@@ -58,7 +58,7 @@ func TestInterruptDuringApplyKeepsTheRecord(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return manifest.AddToManager(mgr, manifest.Options{Name: "manifest-interrupt", TargetSelector: sel, Namespaces: []string{ns},
+		return manifest.AddToManager(mgr, manifest.Options{Name: "manifest-interrupt", TargetSelector: sel, Namespaces: []string{ns}, TargetClients: loopbackTargets,
 			Hooks: extension.ReconcileExtensionHooks{}.RegisterHook(hook, extension.BeforeReconcileHook)})
 	})
 

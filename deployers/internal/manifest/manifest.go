@@ -2,7 +2,9 @@ package manifest
 
 import (
 	"context"
+	"time"
 
+	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +43,30 @@ type Options struct {
 	Namespaces []string
 	// Hooks are further extension hooks (the continuous-reconcile hook is always registered).
 	Hooks extension.ReconcileExtensionHooks
+	// CallTimeout bounds each call of the deployer (see lib.Options).
+	CallTimeout time.Duration
+	// TargetClients bound every connection to a Target's cluster: response
+	// size, request timeout, addresses (see lib.TargetClientOptions).
+	TargetClients lib.TargetClientOptions
+	// MinContinuousReconcileInterval is the smallest
+	// continuousReconcile.every accepted (default 1m): a smaller one fails
+	// the item, so a tenant cannot make the deployer re-apply in a loop.
+	MinContinuousReconcileInterval time.Duration
+}
+
+// DefaultMinContinuousReconcileInterval is the default of
+// Options.MinContinuousReconcileInterval.
+const DefaultMinContinuousReconcileInterval = time.Minute
+
+// BindFlags registers the manifest deployer's own flags on fs: the bounds
+// of target connections and --min-continuous-reconcile-interval.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	o.TargetClients.BindFlags(fs)
+	if o.MinContinuousReconcileInterval <= 0 {
+		o.MinContinuousReconcileInterval = DefaultMinContinuousReconcileInterval
+	}
+	fs.DurationVar(&o.MinContinuousReconcileInterval, "min-continuous-reconcile-interval", o.MinContinuousReconcileInterval,
+		"The smallest spec.config.continuousReconcile.every a manifest deploy item may ask for; a smaller one fails the item.")
 }
 
 // AddToManager registers the manifest deployer controller with mgr.
@@ -48,7 +74,10 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
-	hooks := extension.ReconcileExtensionHooks{}.RegisterHookSetup(ContinuousReconcileHook)
+	if opts.MinContinuousReconcileInterval <= 0 {
+		opts.MinContinuousReconcileInterval = DefaultMinContinuousReconcileInterval
+	}
+	hooks := extension.ReconcileExtensionHooks{}.RegisterHookSetup(continuousReconcileHook(opts.MinContinuousReconcileInterval))
 	for ht, fns := range opts.Hooks {
 		for _, fn := range fns {
 			hooks.RegisterHook(fn, ht)
@@ -58,7 +87,8 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		client:     mgr.GetClient(),
 		fieldOwner: opts.Name,
 		hooks:      hooks,
-		targets:    &targetClients{reader: mgr.GetAPIReader()},
+		targets:    &targetClients{reader: mgr.GetAPIReader(), guard: opts.TargetClients},
+		minEvery:   opts.MinContinuousReconcileInterval,
 	}
 	return lib.AddToManager(mgr, d, lib.Options{
 		Type:           Type,
@@ -68,6 +98,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		TargetSelector: opts.TargetSelector,
 		TargetType:     lsv1alpha1.KubernetesClusterTargetType,
 		DefaultTimeout: opts.DefaultTimeout,
+		CallTimeout:    opts.CallTimeout,
 		Namespaces:     opts.Namespaces,
 	})
 }
@@ -77,6 +108,8 @@ type deployer struct {
 	fieldOwner string
 	hooks      extension.ReconcileExtensionHooks
 	targets    *targetClients
+	// minEvery is Options.MinContinuousReconcileInterval.
+	minEvery time.Duration
 }
 
 func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return d.hooks }

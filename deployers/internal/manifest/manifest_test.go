@@ -42,13 +42,18 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return err
 			}
-			if err := manifest.AddToManager(mgr, manifest.Options{Name: name, Identity: name + "-id", Version: "test", TargetSelector: s}); err != nil {
+			if err := manifest.AddToManager(mgr, manifest.Options{Name: name, Identity: name + "-id", Version: "test", TargetSelector: s,
+				TargetClients: loopbackTargets, MinContinuousReconcileInterval: time.Second}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}))
 }
+
+// loopbackTargets lets the test deployers reach the test API server (and
+// the test's own servers) on 127.0.0.1.
+var loopbackTargets = lib.TargetClientOptions{AllowLoopback: true}
 
 const (
 	timeout  = 30 * time.Second

@@ -90,6 +90,9 @@ func (d *deployer) readConfig(_ context.Context, j *applyJob) (flow.Result, erro
 	if err := validateReadiness(cfg.spec.ReadinessChecks); err != nil {
 		return flow.Stop(), err
 	}
+	if err := checkContinuousInterval(cfg, d.minEvery); err != nil {
+		return flow.Stop(), err
+	}
 	j.cfg = cfg
 	return flow.Continue(), nil
 }
@@ -110,7 +113,7 @@ func (d *deployer) connect(ctx context.Context, j *applyJob) (flow.Result, error
 // is deleted until a full apply.
 func (d *deployer) applyManifests(ctx context.Context, j *applyJob) (flow.Result, error) {
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "ApplyManifests", attribute.Int("terrace.manifests", len(j.cfg.spec.Manifests)))
-	managed, applied, waitingFor, applyErr := d.apply(sctx, j.c, j.di, j.cfg, j.prev)
+	managed, applied, waitingFor, applyErr := d.apply(sctx, j.c, j.di, j.cfg, j.prev, j.req.Deadline)
 	tracing.EndStep(span, applyErr)
 	j.managed, j.applied = managed, applied
 	if applyErr == nil && waitingFor == "" {

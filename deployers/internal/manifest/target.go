@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +25,10 @@ import (
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
 
+// The kubeconfig Secret a Target names is read uncached, on use.
+//
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
 // defaultKubeconfigKey is the Secret key read when a Target's secretRef names none.
 const defaultKubeconfigKey = "kubeconfig"
 
@@ -37,6 +40,8 @@ type targetClients struct {
 	// reader reads Secrets uncached: caching every Secret of the cluster
 	// would cost memory and need list/watch on Secrets.
 	reader client.Reader
+	// guard bounds every connection to a target (lib.TargetClientOptions).
+	guard lib.TargetClientOptions
 }
 
 type clusterClient struct {
@@ -103,7 +108,13 @@ func (tc *targetClients) forTarget(ctx context.Context, t *lsv1alpha1.Target) (*
 	if err != nil {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: the kubeconfig is invalid: %v", t.Namespace, t.Name, err)
 	}
-	cfg.Timeout = 30 * time.Second
+	if err := tc.guard.Guard(ctx, cfg); err != nil {
+		var refused *lib.AddressRefusedError
+		if errors.As(err, &refused) {
+			return nil, lib.ConfigError(lib.ReasonTargetAddressRefused, "Target %s/%s: %s", t.Namespace, t.Name, refused.Message)
+		}
+		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("target %s/%s: %w", t.Namespace, t.Name, err))
+	}
 	cfg.UserAgent = "terrace-manifest-deployer"
 	cfg.QPS, cfg.Burst = 50, 100
 	c, err := newClusterClient(cfg)

@@ -45,6 +45,8 @@ type Options struct {
 	TargetSelector lib.TargetSelector
 	// DefaultTimeout bounds retries of a job whose item has no spec.timeout (default 10m; see lib.Options).
 	DefaultTimeout timeout.Timeout
+	// CallTimeout bounds each call of the deployer (see lib.Options).
+	CallTimeout time.Duration
 	// Namespaces restricts the deploy items served to these namespaces
 	// (default: all). Set it when the manager's cache is restricted to
 	// namespaces (e.g. one manager per test namespace): the deployer watches
@@ -73,6 +75,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		Version:        opts.Version,
 		TargetSelector: opts.TargetSelector,
 		DefaultTimeout: opts.DefaultTimeout,
+		CallTimeout:    opts.CallTimeout,
 		Namespaces:     opts.Namespaces,
 	})
 }
