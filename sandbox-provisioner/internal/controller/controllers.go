@@ -13,6 +13,7 @@ import (
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
+	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // Component is the binary's name, used for the event recorder.
@@ -53,7 +54,7 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	if o.DefaultTierName == "" {
 		o.DefaultTierName = claim.DefaultTierName
 	}
-	rec := mgr.GetEventRecorder(Component)
+	rec := sandbox.BoundedRecorder{Next: mgr.GetEventRecorder(Component)}
 	var errs []error
 	if err := (&claim.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		DefaultTierName: o.DefaultTierName, SpaceRequestWarning: o.SpaceRequestWarning}).SetupWithManager(mgr); err != nil {

@@ -32,9 +32,12 @@ const DefaultTierName = "appstudio-env"
 // warnings are recorded once per distinct message while the claim waits
 // (claimWarnings), not on every reconcile.
 const (
-	EventClassNotFound           = "ClassNotFound"
-	EventInvalidParameters       = "InvalidClassParameters"
-	EventCredentialsSecretAbsent = "CredentialsSecretMissing"
+	EventClassNotFound = "ClassNotFound"
+	// EventClassProvisionerMismatch: the claim is marked for this
+	// provisioner, but its class names another one; nothing is provisioned.
+	EventClassProvisionerMismatch = "ClassProvisionerMismatch"
+	EventInvalidParameters        = "InvalidClassParameters"
+	EventCredentialsSecretAbsent  = "CredentialsSecretMissing"
 	// EventSpaceRequestNotReady: the claim's SpaceRequest reports a reason
 	// it is not Ready other than provisioning in progress, or is still not
 	// Ready when the warning delay is over; the note quotes its condition.
@@ -56,12 +59,18 @@ type Parameters struct {
 	TierName string `json:"tierName,omitempty"`
 	// TargetClusterRoles is the SpaceRequest's spec.targetClusterRoles.
 	TargetClusterRoles []string `json:"targetClusterRoles,omitempty"`
+	// NamespaceLimits size the provisioned namespace's ResourceQuota and
+	// LimitRange; a field left out takes its default
+	// (toolchainv1alpha1.DefaultNamespaceLimits). They reach the
+	// SpaceRequest controller in the SpaceRequest's
+	// toolchainv1alpha1.NamespaceLimitsAnnotation.
+	NamespaceLimits *toolchainv1alpha1.NamespaceLimits `json:"namespaceLimits,omitempty"`
 }
 
 // RBAC of this reconciler (least privilege), collected into the binary's
 // ClusterRole by controller-gen (make generate):
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -121,6 +130,8 @@ type scope struct {
 	claim  *appstudiov1alpha1.DeploymentTargetClaim
 	class  *appstudiov1alpha1.DeploymentTargetClass
 	params Parameters
+	// limits are params.NamespaceLimits with the defaults filled in.
+	limits toolchainv1alpha1.NamespaceLimits
 	sr     *toolchainv1alpha1.SpaceRequest
 	// reported: the error the steps return was already reported in an event.
 	reported bool

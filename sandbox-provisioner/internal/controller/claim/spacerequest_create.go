@@ -70,8 +70,9 @@ func spaceRequestObject(ctx context.Context, s *scope, name string) *unstructure
 		spec["targetClusterRoles"] = roles
 	}
 	annotations := tracing.Inject(ctx, map[string]string{
-		appstudiov1alpha1.ClaimLabel: s.claim.Name,
-		appstudiov1alpha1.ClassLabel: s.claim.Spec.DeploymentTargetClassName,
+		appstudiov1alpha1.ClaimLabel:                s.claim.Name,
+		appstudiov1alpha1.ClassLabel:                s.claim.Spec.DeploymentTargetClassName,
+		toolchainv1alpha1.NamespaceLimitsAnnotation: s.limits.String(),
 	})
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": toolchainv1alpha1.SchemeGroupVersion.String(),
