@@ -118,13 +118,17 @@ $(addprefix build-,$(BINARIES)): build-%:
 	go build -o $(BIN)/$* $(PKG_$*)
 
 .PHONY: build-control-plane
-build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s (cached).
+build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s, and the OCI registry into bin/registry (cached).
 	hack/build-control-plane.sh
+
+.PHONY: build-registry
+build-registry: ## Build only the OCI distribution registry of the local environment into bin/registry (cached).
+	hack/build-registry.sh
 
 ##@ Local environment
 
 .PHONY: up
-up: build-control-plane build ## Start the local environment: control plane + every controller as its own process (.local/).
+up: build-control-plane build ## Start the local environment: control plane, OCI registry, every controller as its own process (.local/).
 	hack/local-env.sh up
 
 .PHONY: demo
@@ -222,7 +226,7 @@ e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own lo
 	cd e2e && go test $(TEST_FLAGS) ./suite/ -ginkgo.v
 
 .PHONY: test-local-env
-test-local-env: build-control-plane build ## Smoke-test the local environment (make up, manifests dry-run, a claim end to end, make demo, crash recovery, make down).
+test-local-env: build-control-plane build ## Smoke-test the local environment (make up, manifests dry-run, a claim end to end, OCI push/pull, make demo, crash recovery, make down).
 	hack/local-env-smoke.sh
 
 ##@ Performance

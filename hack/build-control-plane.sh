@@ -4,13 +4,18 @@
 # bin/k8s/. Prebuilt binaries cannot be downloaded on the machines Terrace is
 # developed on, so the project builds its own from pinned module versions
 # (hack/tools/kube/go.mod, hack/tools/etcd/go.mod). A stamp file records the
-# pinned versions; the build is skipped when the stamp matches.
+# pinned versions; the build is skipped when the stamp matches. The OCI
+# registry the local environment runs beside the control plane is built first
+# (hack/build-registry.sh, into bin/registry), so every target that starts a
+# local environment (up, e2e, bench) has it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${ROOT}/bin/k8s"
 KUBE_MOD="${ROOT}/hack/tools/kube"
 ETCD_MOD="${ROOT}/hack/tools/etcd"
+
+"${ROOT}/hack/build-registry.sh"
 
 stamp() {
   # The stamp hashes both modules' go.mod and go.sum and this script: bumping a

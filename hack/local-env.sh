@@ -3,7 +3,8 @@
 # kube-controller-manager) on loopback and every Terrace controller as its own
 # process, each authenticated as its own ServiceAccount bound to its own
 # generated ClusterRole (config/rbac/<binary>/role.yaml), so missing RBAC fails
-# here exactly as in a real cluster. No Docker needed.
+# here exactly as in a real cluster; beside them an OCI distribution registry
+# (plain HTTP on loopback) for charts and artifacts. No Docker needed.
 #
 #   hack/local-env.sh up      start (or recover) everything; returns when healthy
 #   hack/local-env.sh down    stop exactly what `up` started
@@ -17,7 +18,8 @@
 # `make bench` can run their own environment beside yours, on other ports):
 # pki/, etcd/, logs/<component>.log, pids/<component>.pid, pids/<component>.sha256 (the binary it
 # runs, see same_binary), pids/<binary>.ports
-# ("<metrics-port> <health-port>"), kubeconfig (admin), kubeconfigs/<binary>.kubeconfig.
+# ("<metrics-port> <health-port>"), kubeconfig (admin), kubeconfigs/<binary>.kubeconfig,
+# registry/ (config.yml, address, data/: the registry's blobs and manifests).
 # Controllers inherit the environment, so OTEL_* and TERRACE_TRACES_FILE turn
 # tracing on for all of them.
 set -euo pipefail
@@ -29,6 +31,8 @@ LOGS="${LOCAL}/logs"
 PIDS="${LOCAL}/pids"
 K8S_BIN="${ROOT}/bin/k8s"
 BIN="${ROOT}/bin"
+REGISTRY_BIN="${BIN}/registry"
+REGISTRY_DIR="${LOCAL}/registry"
 KUBECONFIG_ADMIN="${LOCAL}/kubeconfig"
 
 # Ports (loopback only). Override with environment variables when they clash.
@@ -36,6 +40,9 @@ ETCD_PORT="${TERRACE_ETCD_PORT:-22379}"
 ETCD_PEER_PORT="${TERRACE_ETCD_PEER_PORT:-22380}"
 APISERVER_PORT="${TERRACE_APISERVER_PORT:-26443}"
 KCM_PORT="${TERRACE_KCM_PORT:-20257}"
+# Next to etcd's two ports by default, so an environment that moves etcd (the
+# e2e suite, make bench) moves its registry with it.
+REGISTRY_PORT="${TERRACE_REGISTRY_PORT:-$((ETCD_PORT + 2))}"
 CONTROLLER_PORT_BASE="${TERRACE_CONTROLLER_PORT_BASE:-28080}"
 # Set to serve each controller's /debug/pprof on 127.0.0.1:<base + index>
 # (the order of TERRACE_BINARIES); unset, profiling stays off.
@@ -46,7 +53,7 @@ NAMESPACE="terrace-system"
 source "${ROOT}/hack/components.sh"
 CONTROLLERS=("${TERRACE_BINARIES[@]}")
 # COMPONENTS: every process of the environment, in the order of start.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager "${CONTROLLERS[@]}")
+COMPONENTS=(etcd kube-apiserver kube-controller-manager registry "${CONTROLLERS[@]}")
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -189,7 +196,7 @@ $(tail -n 5 "${LOGS}/${name}.log" 2>/dev/null)"
 warn_ephemeral_ports() {
   local lo hi
   read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || return 0
-  local ports=("${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}"
+  local ports=("${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${REGISTRY_PORT}"
     "${CONTROLLER_PORT_BASE}" "$((CONTROLLER_PORT_BASE + 2 * ${#CONTROLLERS[@]} - 1))")
   local p
   for p in "${ports[@]}"; do
@@ -317,6 +324,52 @@ start_control_plane() {
   wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:${KCM_PORT}/healthz"
 }
 
+# --- OCI registry ------------------------------------------------------------
+
+# registry_config SECRET: the registry's configuration: plain HTTP on loopback,
+# blobs and manifests on disk under .local/registry/data.
+registry_config() {
+  cat <<EOF
+version: 0.1
+log:
+  level: info
+  formatter: text
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: ${REGISTRY_DIR}/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:${REGISTRY_PORT}
+  secret: $1
+EOF
+}
+
+start_registry() {
+  mkdir -p "${REGISTRY_DIR}/data"
+  # The upload secret stays the same across restarts: an upload begun before
+  # a restart of the registry can still be finished after it.
+  local secret_file="${REGISTRY_DIR}/http-secret"
+  [[ -s "${secret_file}" ]] || (umask 077 && openssl rand -hex 32 >"${secret_file}")
+  local config="${REGISTRY_DIR}/config.yml" want
+  want="$(registry_config "$(cat "${secret_file}")")"
+  if [[ ! -f "${config}" || "$(cat "${config}")" != "${want}" ]]; then
+    # The registry reads its configuration only when it starts.
+    stop registry
+    (umask 077 && printf '%s\n' "${want}" >"${config}")
+  fi
+  echo "127.0.0.1:${REGISTRY_PORT}" >"${REGISTRY_DIR}/address"
+  # The registry exports traces by OTLP to localhost unless told otherwise:
+  # off, unless the caller configured tracing (as for the controllers).
+  local traces="none"
+  [[ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}" ]] && traces="otlp"
+  LISTEN_PORTS[registry]="${REGISTRY_PORT}"
+  OTEL_TRACES_EXPORTER="${OTEL_TRACES_EXPORTER:-${traces}}" start registry "${REGISTRY_BIN}" serve "${config}"
+  wait_for registry 30 curl -sf "http://127.0.0.1:${REGISTRY_PORT}/v2/"
+}
+
 # --- Terrace -----------------------------------------------------------------
 
 install_terrace() {
@@ -391,6 +444,7 @@ up() {
   for b in etcd kube-apiserver kube-controller-manager; do
     [[ -x "${K8S_BIN}/${b}" ]] || die "${K8S_BIN}/${b} missing: run make build-control-plane"
   done
+  [[ -x "${REGISTRY_BIN}" ]] || die "${REGISTRY_BIN} missing: run make build-registry"
   # Recover from a crash or reboot: forget PID files of processes that are gone.
   for f in "${PIDS}"/*.pid; do
     [[ -e "${f}" ]] || continue
@@ -401,6 +455,7 @@ up() {
   warn_ephemeral_ports
   ensure_pki
   start_control_plane
+  start_registry
   install_terrace
   start_controllers
   status
@@ -418,6 +473,9 @@ Terrace is running. Point kubectl at it:
   export KUBECONFIG=${KUBECONFIG_ADMIN}
   kubectl get installations,executions,deployitems,deploymenttargetclaims,deploymenttargets -A
 
+OCI registry (plain HTTP, loopback only): 127.0.0.1:${REGISTRY_PORT}
+  e.g. oras push --plain-http 127.0.0.1:${REGISTRY_PORT}/demo/artifact:v1 <file>
+
 Logs: ${LOGS}/<component>.log    Stop: make down    Wipe state: make clean-local
 EOF
 }
@@ -426,14 +484,16 @@ down() {
   # Controllers first, then the control plane in reverse order of start.
   local c
   for c in "${CONTROLLERS[@]}"; do stop "${c}"; done
-  for c in kube-controller-manager kube-apiserver etcd; do stop "${c}"; done
+  for c in registry kube-controller-manager kube-apiserver etcd; do stop "${c}"; done
 }
 
 status() {
   printf '%-26s %-8s %s\n' COMPONENT PID STATE
   local c
   for c in "${COMPONENTS[@]}"; do
-    if running "${c}"; then
+    if running "${c}" && [[ "${c}" == registry ]]; then
+      printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" "running on http://127.0.0.1:${REGISTRY_PORT} (plain HTTP)"
+    elif running "${c}"; then
       printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" running
     else
       printf '%-26s %-8s %s\n' "${c}" - stopped
