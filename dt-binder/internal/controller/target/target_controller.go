@@ -33,9 +33,9 @@ const DefaultUnableToTerminateTimeout = 2 * time.Minute
 // RBAC of this reconciler (least privilege), collected into the binary's
 // ClusterRole by controller-gen (make generate):
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/status,verbs=get;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/status,verbs=patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=list;watch
 // +kubebuilder:rbac:groups=toolchain.dev.openshift.com,resources=spacerequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
