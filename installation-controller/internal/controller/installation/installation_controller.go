@@ -107,6 +107,9 @@ type Reconciler struct {
 	waits nameWaits
 	// noticed remembers the last wait whose notice (event) was sent.
 	noticed noticedWaits
+	// rendered remembers the job phases this process rendered once
+	// (render_mark.go).
+	rendered renderedJobs
 }
 
 // SetupWithManager checks the reconciler's inputs, registers the field
@@ -346,6 +349,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.gone.forget(key)
 	r.waits.set(key, nil)
 	r.noticed.forget(key)
+	r.rendered.forget(key)
 	if r.Rechecks != nil {
 		r.Rechecks.Forget(key)
 	}

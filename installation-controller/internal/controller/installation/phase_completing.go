@@ -31,7 +31,8 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.
 	}
 	var im *imports
 	var exports map[string]any
-	err = r.withRenderMark(ctx, s, func() error {
+	renders := len(bp.ExportExecutions)+len(inst.Spec.ExportDataMappings)+len(inst.Spec.ImportDataMappings) > 0
+	err = r.withRenderMark(ctx, s, renders, func() error {
 		if im, err = r.unchangedImports(ctx, inst, bp); err != nil {
 			return err
 		}

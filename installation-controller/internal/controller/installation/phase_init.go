@@ -45,7 +45,8 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	var im *imports
 	var items []lsv1alpha1.DeployItemTemplate
 	var templates []blueprint.InstallationTemplate
-	err = r.withRenderMark(ctx, s, func() error {
+	renders := len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
+	err = r.withRenderMark(ctx, s, renders, func() error {
 		if im, err = r.resolveImports(ctx, inst, bp, fromAPIServer); err != nil {
 			return err
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -23,10 +25,47 @@ const RenderingAnnotation = "installation.terrace.dev/rendering"
 // that ran it.
 const ReasonRenderAborted = "RenderAborted"
 
-// withRenderMark runs render between writing the mark and removing it; a
-// mark of this job left by another process fails the job instead.
-func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, render func() error) error {
+// renderedJobs remembers, per installation, the job and phase whose render
+// this process finished once: rendering them again (a phase that waits runs
+// again on every event) writes no mark. The two writes of a mark would wake
+// the installation again on every such run, and a render this process got
+// through once does not take it down the next time.
+type renderedJobs struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]string
+}
+
+func (j *renderedJobs) has(k types.NamespacedName, v string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.m[k] == v
+}
+
+func (j *renderedJobs) set(k types.NamespacedName, v string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.m == nil {
+		j.m = map[types.NamespacedName]string{}
+	}
+	j.m[k] = v
+}
+
+func (j *renderedJobs) forget(k types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.m, k)
+}
+
+// withRenderMark runs render between writing the mark and removing it, the
+// first time this process renders the job's phase; a mark of this job left
+// by another process fails the job instead.
+// Without templates or mappings to run (renders false) nothing is marked.
+func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, renders bool, render func() error) error {
 	job := s.inst.Status.JobID
+	done := job + "/" + string(s.inst.Status.Phase)
+	if !renders || r.rendered.has(key(s.inst), done) {
+		return render()
+	}
 	if j, process, ok := strings.Cut(s.inst.Annotations[RenderingAnnotation], "@"); ok && j == job && process != r.ProcessID {
 		if err := r.setRenderMark(ctx, s, nil); err != nil {
 			return err
@@ -43,6 +82,7 @@ func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, render func()
 	if cerr := r.setRenderMark(ctx, s, nil); cerr != nil && err == nil {
 		return cerr
 	}
+	r.rendered.set(key(s.inst), done)
 	return err
 }
 
