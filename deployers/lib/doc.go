@@ -51,7 +51,10 @@
 // stamp), should_reconcile.go, finalizer.go, apply.go (Reconcile,
 // ForceReconcile, the deadline), deletion.go, abort.go, status.go (the
 // outcome: phase, lastError, Ready), patch.go and record.go (the writes),
-// events.go (Events, metrics, the span), watches.go.
+// events.go (Events, metrics, the span), watches.go, calls.go (the call
+// timeout of each Deployer call), messages.go (the bounds of status messages
+// and Event notes), targetclient.go (TargetClientOptions: the bounds of
+// every connection to a target cluster), export.go (export Secrets).
 //
 // A job ends with a final phase and status.jobIDFinished = status.jobID in
 // the same status write. Errors become lastError (operation, reason, message,

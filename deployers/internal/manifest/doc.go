@@ -63,7 +63,8 @@
 // document of key → value), named by status.exportRef.
 //
 // continuousReconcile is implemented as an extension hook (ShouldReconcile):
-// ContinuousReconcileHook.
+// ContinuousReconcileHook; an interval below
+// Options.MinContinuousReconcileInterval fails the item (continuous.go).
 //
 // Invariants:
 //   - Everything applied is recorded in status.providerStatus before the
