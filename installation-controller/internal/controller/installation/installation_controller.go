@@ -56,10 +56,9 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=executions/status,verbs=patch
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets,verbs=get;list;watch;create;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconciler reconciles Installations.
 type Reconciler struct {
