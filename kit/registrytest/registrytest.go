@@ -4,7 +4,9 @@
 // the host:port Start returns, as they would a registry in a cluster.
 //
 // Only tests import this package: it links the registry into the binary that
-// imports it.
+// imports it. kit pins the registry one patch release below the local
+// environment's (hack/tools/registry): the newer one would raise dependency
+// versions every binary's module selects through kit.
 package registrytest
 
 import (
