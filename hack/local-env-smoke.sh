@@ -44,7 +44,9 @@ pushed="$("${tools}/oci-roundtrip" -registry "${registry}")"
 chart_ref="$(awk '$1 == "chart" { print $2 }' <<<"${pushed}")"
 image_ref="$(awk '$1 == "image" { print $2 }' <<<"${pushed}")"
 [[ -n "${chart_ref}" && -n "${image_ref}" ]] || { echo "oci-roundtrip printed no references: ${pushed}" >&2; exit 1; }
-"${ROOT}/hack/local-env.sh" status | grep -Eq "^registry +[0-9]+ +running on http://${registry} " ||
+# Matched in bash: `| grep -q` would stop reading at the first match and,
+# under pipefail, fail the pipeline by the status command's SIGPIPE.
+[[ "$("${ROOT}/hack/local-env.sh" status)" =~ (^|$'\n')registry\ +[0-9]+\ +running\ on\ http://${registry}\  ]] ||
   { echo "make status-local does not show the registry running on ${registry}" >&2; exit 1; }
 echo "the OCI registry on ${registry} served a pushed chart and image back by digest"
 

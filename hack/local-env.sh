@@ -402,13 +402,17 @@ start_controllers() {
     local metrics=$((CONTROLLER_PORT_BASE + 2 * i)) health=$((CONTROLLER_PORT_BASE + 2 * i + 1))
     local pprof=0
     [[ -n "${PPROF_PORT_BASE}" ]] && pprof="127.0.0.1:$((PPROF_PORT_BASE + i))"
+    # The deployers that reach Targets refuse loopback addresses unless told
+    # otherwise; here every Target names this control plane, on 127.0.0.1.
+    local extra=()
+    [[ "$("${BIN}/${c}" --help 2>&1)" == *--allow-loopback-targets* ]] && extra+=(--allow-loopback-targets)
     LISTEN_PORTS["${c}"]="${metrics} ${health}"
     start "${c}" "${BIN}/${c}" \
       --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \
       --metrics-bind-address "127.0.0.1:${metrics}" \
       --health-probe-bind-address "127.0.0.1:${health}" \
       --pprof-bind-address "${pprof}" \
-      --log-format console
+      --log-format console "${extra[@]}"
     echo "${metrics} ${health}" >"${PIDS}/${c}.ports"
     i=$((i + 1))
   done
