@@ -9,15 +9,12 @@ import (
 
 // MaxEventNote bounds the note of every Event the library emits: the
 // events.k8s.io/v1 API refuses longer notes, and a refused Event is lost.
-const MaxEventNote = 1024
+const MaxEventNote = status.MaxEventNote
 
 // Bounds of a cut message's end: what the library appends to an error (how
 // to go on: retry with operation: reconcile, delete-without-uninstall) must
 // survive the cut.
-const (
-	statusMessageTail = 512
-	eventNoteTail     = 384
-)
+const statusMessageTail = 512
 
 // statusMessage bounds a message written to lastError or a condition to
 // status.MaxMessage, keeping its start (what failed) and its end (the way
@@ -29,5 +26,5 @@ func statusMessage(msg string) string {
 
 // eventNote formats and bounds an Event's note to MaxEventNote.
 func eventNote(format string, args ...any) string {
-	return text.CutMiddle(fmt.Sprintf(format, args...), MaxEventNote, eventNoteTail)
+	return status.Note(fmt.Sprintf(format, args...))
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/terrace-dev/terrace/dt-binder/internal/binding"
 	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
 	"github.com/terrace-dev/terrace/dt-binder/internal/controller/target"
-	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/status"
 )
 
 // Options are the dt-binder's own settings (beside kit/manager's shared ones).
@@ -74,7 +74,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("dt-binder: %w", err)
 	}
 	c := client.WithFieldOwner(mgr.GetClient(), binding.FieldOwner)
-	recorder := observability.BoundedRecorder{Next: mgr.GetEventRecorder(binding.FieldOwner)}
+	recorder := status.BoundedRecorder(mgr.GetEventRecorder(binding.FieldOwner))
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
 
 	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: recorder, RetryInterval: opts.BindRetryInterval}

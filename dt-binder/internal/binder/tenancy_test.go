@@ -11,7 +11,7 @@ import (
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	"github.com/terrace-dev/terrace/dt-binder/internal/binder"
 	"github.com/terrace-dev/terrace/dt-binder/internal/controller/claim"
-	"github.com/terrace-dev/terrace/dt-binder/internal/observability"
+	"github.com/terrace-dev/terrace/kit/status"
 )
 
 // TestForgedProvisionerMarkIsCorrected: a tenant creates its claim already
@@ -45,7 +45,7 @@ func TestForgedProvisionerMarkIsCorrected(t *testing.T) {
 		return notes
 	}).WithTimeout(timeout).WithPolling(poll).Should(ConsistOf(And(
 		ContainSubstring(appstudiov1alpha1.SandboxProvisioner),
-		WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", observability.MaxEventNote)))))
+		WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", status.MaxEventNote)))))
 
 	honest := eventuallyClaim(t, other, "honest", appstudiov1alpha1.DeploymentTargetClaimPhasePending, appstudiov1alpha1.BindReasonProvisioning)
 	g.Expect(honest.Annotations).To(HaveKeyWithValue(appstudiov1alpha1.ProvisionerAnnotation, appstudiov1alpha1.SandboxProvisioner))

@@ -10,34 +10,22 @@
 package notes
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/kit/status"
-	"github.com/terrace-dev/terrace/kit/text"
 )
 
-// MaxEventNote is the longest Event note the API server accepts
-// (events.k8s.io/v1); it refuses, and so loses, a longer one.
-const MaxEventNote = 1024
-
-// eventTail is how much of a cut note's end is kept: a deployer's way out
-// (about 215 bytes) with room to spare.
-const eventTail = 400
-
-// statusTail is how much of a cut status message's end is kept.
-const statusTail = status.MaxMessage / 4
+// MaxEventNote is the longest Event note the API server accepts.
+const MaxEventNote = status.MaxEventNote
 
 // Message cuts a status message (condition or lastError) to
 // status.MaxMessage bytes.
-func Message(msg string) string { return text.CutMiddle(msg, status.MaxMessage, statusTail) }
+func Message(msg string) string { return status.Message(msg) }
 
 // Note cuts an Event note to MaxEventNote bytes.
-func Note(note string) string { return text.CutMiddle(note, MaxEventNote, eventTail) }
+func Note(note string) string { return status.Note(note) }
 
 // Conditions cuts the message of every condition.
 func Conditions(conds []metav1.Condition) {
@@ -54,10 +42,4 @@ func LastError(le *lsv1alpha1.Error) {
 }
 
 // Recorder returns an EventRecorder whose Events carry notes cut by Note.
-func Recorder(r events.EventRecorder) events.EventRecorder { return recorder{r} }
-
-type recorder struct{ events.EventRecorder }
-
-func (r recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", Note(fmt.Sprintf(note, args...)))
-}
+func Recorder(r events.EventRecorder) events.EventRecorder { return status.BoundedRecorder(r) }

@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/kit/timeout"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/orphan"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/target"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // Component is the binary's name, used for the event recorder.
@@ -54,7 +54,7 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	if o.DefaultTierName == "" {
 		o.DefaultTierName = claim.DefaultTierName
 	}
-	rec := sandbox.BoundedRecorder{Next: mgr.GetEventRecorder(Component)}
+	rec := status.BoundedRecorder(mgr.GetEventRecorder(Component))
 	var errs []error
 	if err := (&claim.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		DefaultTierName: o.DefaultTierName, SpaceRequestWarning: o.SpaceRequestWarning}).SetupWithManager(mgr); err != nil {

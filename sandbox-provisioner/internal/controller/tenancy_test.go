@@ -12,8 +12,8 @@ import (
 
 	appstudiov1alpha1 "github.com/terrace-dev/terrace/apis/appstudio/v1alpha1"
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/controller/claim"
-	"github.com/terrace-dev/terrace/sandbox-provisioner/internal/sandbox"
 )
 
 // TestClaimOfAnotherProvisionersClassIsNotProvisioned: a tenant marks its
@@ -47,7 +47,7 @@ func TestClaimOfAnotherProvisionersClassIsNotProvisioned(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return claimNotes(g, hostile, claim.EventClassProvisionerMismatch) }).
 		WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(And(
 		HavePrefix("DeploymentTargetClass "+foreign.Name+" names provisioner"),
-		WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", sandbox.MaxEventNote)))))
+		WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", status.MaxEventNote)))))
 	g.Eventually(func(g Gomega) []string { return claimNotes(g, bad, claim.EventInvalidParameters) }).
 		WithTimeout(timeout).WithPolling(interval).Should(ConsistOf(ContainSubstring("pods must not be negative")))
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terrace-dev/terrace/kit/manager"
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
@@ -142,7 +143,7 @@ func Setup(mgr ctrl.Manager, o Options) (*spacerequest.Reconciler, error) {
 		APIReader:          mgr.GetAPIReader(),
 		RoleReader:         roles,
 		Managed:            managed,
-		Recorder:           boundedRecorder{next: mgr.GetEventRecorder(Component)},
+		Recorder:           status.BoundedRecorder(mgr.GetEventRecorder(Component)),
 		TargetClusterURL:   url,
 		CAData:             ca,
 		Insecure:           cfg.Insecure,

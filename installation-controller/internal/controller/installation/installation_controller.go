@@ -132,7 +132,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.ProcessID = jobid.New()
 	}
 	// Events quote errors: their notes are bounded as the API server requires.
-	r.Recorder = boundedRecorder{r.Recorder}
+	r.Recorder = status.BoundedRecorder(r.Recorder)
 	r.metrics = metrics.For(Kind)
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &lsv1alpha1.Installation{}, ImportsIndex, indexImports); err != nil {

@@ -63,7 +63,7 @@ func (r *Reconciler) jobFailed(ctx context.Context, s *scope, phase lsv1alpha1.P
 		failed, transition = lsv1alpha1.PhaseDeleteFailed, ReasonJobDeleteFailed
 	}
 	err = s.secrets.redactErr(err)
-	reason, msg := flow.ReasonOf(err, ""), boundMessage(err.Error())
+	reason, msg := flow.ReasonOf(err, ""), status.Message(err.Error())
 	logf.FromContext(ctx).Info("job failed", "reason", reason, "error", msg)
 	took := r.clock.Finish(key(inst), job, jobStartTime(inst), r.Now())
 	status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), reason, msg, flow.CodesOf(err)...)
@@ -91,7 +91,7 @@ func (r *Reconciler) phaseRetried(s *scope, phase lsv1alpha1.Phase, err error) {
 			fmt.Sprintf("job %s is running: phase %s meets an error and is retried (see lastError)", inst.Status.JobID, phase))
 	}
 	// Transient errors carry no lastError code.
-	msg := boundMessage(s.secrets.redact(err.Error()))
+	msg := status.Message(s.secrets.redact(err.Error()))
 	if status.SetLastErrorFields(&inst.Status.LastError, r.Now(), string(phase), ReasonTransient, msg) {
 		s.patch.OnStored(func() {
 			r.Recorder.Eventf(inst, nil, "Warning", ReasonRetrying, string(phase), "phase %s will be retried: %s", phase, msg)

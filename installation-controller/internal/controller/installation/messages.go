@@ -2,17 +2,11 @@ package installation
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-
 	"github.com/terrace-dev/terrace/kit/flow"
-	"github.com/terrace-dev/terrace/kit/status"
-	"github.com/terrace-dev/terrace/kit/text"
 )
 
 // Messages quote errors of templates, mappings and schemas, which may quote
@@ -21,13 +15,6 @@ import (
 // and flag, or the way out), and never carries the value of an import read
 // from a Secret.
 const (
-	// MaxEventNote is the longest Event note the API server accepts
-	// (events.k8s.io/v1); it refuses, and so loses, a longer one.
-	MaxEventNote = 1024
-	// eventNoteTail is how much of a cut note's end is kept.
-	eventNoteTail = 400
-	// messageTail is how much of a cut status message's end is kept.
-	messageTail = status.MaxMessage / 4
 	// minRedacted is the shortest secret value redacted: a shorter one
 	// would blank out ordinary words of every message.
 	minRedacted = 4
@@ -35,24 +22,6 @@ const (
 
 // Redacted stands where a message quoted a secret value.
 const Redacted = "[redacted]"
-
-// boundedRecorder cuts every Event note to MaxEventNote.
-type boundedRecorder struct{ events.EventRecorder }
-
-func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	b.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", noteOf(note, args...))
-}
-
-func noteOf(format string, args ...any) string {
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	return text.CutMiddle(msg, MaxEventNote, eventNoteTail)
-}
-
-// boundMessage cuts a status message to status.MaxMessage.
-func boundMessage(msg string) string { return text.CutMiddle(msg, status.MaxMessage, messageTail) }
 
 // secretValues are the values of an installation's imports read from
 // Secrets (or from context copies of such imports): no message quotes them.

@@ -162,7 +162,7 @@ func TestLongMessagesAreCut(t *testing.T) {
 		g.Expect(len(c.Message)).To(BeNumerically("<=", status.MaxMessage))
 	}
 	g.Eventually(func() ([]string, error) { return eventNotes(context.Background(), ns, "TemplateFailed") }, timeout, interval).
-		Should(ConsistOf(And(HavePrefix(`execution "long"`), WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", installation.MaxEventNote)))))
+		Should(ConsistOf(And(HavePrefix(`execution "long"`), WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", status.MaxEventNote)))))
 }
 
 // The value of an import read from a Secret never appears in status or

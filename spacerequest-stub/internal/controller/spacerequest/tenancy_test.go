@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolchainv1alpha1 "github.com/terrace-dev/terrace/apis/toolchain/v1alpha1"
-	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller"
+	"github.com/terrace-dev/terrace/kit/status"
 	"github.com/terrace-dev/terrace/spacerequest-stub/internal/controller/spacerequest"
 )
 
@@ -204,7 +204,7 @@ func TestNamespaceLimitsThatCannotBeGrantedAreRefused(t *testing.T) {
 	g.Eventually(notes).WithTimeout(timeout).WithPolling(interval).Should(ContainElements(
 		ContainSubstring("greedy: Annotation "+toolchainv1alpha1.NamespaceLimitsAnnotation),
 		And(HavePrefix("garbled: Annotation "), WithTransform(func(s string) int { return len(s) - len("garbled: ") },
-			BeNumerically("<=", controller.MaxEventNote))),
+			BeNumerically("<=", status.MaxEventNote))),
 	))
 	for _, sr := range []*toolchainv1alpha1.SpaceRequest{greedy, garbled} {
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: spacerequest.NamespaceName(sr)}, &corev1.Namespace{})).
