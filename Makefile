@@ -62,7 +62,7 @@ fmt: ## Format all Go code.
 
 .PHONY: tidy
 tidy: ## Run go mod tidy in every module.
-	@for m in $(MODULES) hack/tools/kube hack/tools/etcd; do (cd $$m && GOWORK=off go mod tidy); done
+	@for m in $(MODULES) hack/tools/kube hack/tools/etcd hack/tools/registry; do (cd $$m && GOWORK=off go mod tidy); done
 
 ##@ Verification
 
@@ -94,7 +94,7 @@ verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the so
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
-	@for m in $(MODULES) hack/tools/kube hack/tools/etcd; do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
+	@for m in $(MODULES) hack/tools/kube hack/tools/etcd hack/tools/registry; do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
 
 .PHONY: verify-dockerfile
 verify-dockerfile: ## Fail if the Dockerfile's dependency stage misses a module some binary's go.mod replaces (no Docker needed).

@@ -17,7 +17,7 @@ import (
 
 // controlPlane are the components of hack/local-env.sh that are not Terrace
 // binaries, in start order.
-var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "registry"}
 
 // localEnv drives hack/local-env.sh for the bench's own environment: its own
 // directory and ports, so a `make up` of the user runs on beside it.
