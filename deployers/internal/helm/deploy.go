@@ -1,0 +1,164 @@
+package helm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/tracing"
+)
+
+// TracerName names the helm deployer's tracer; its spans are children of
+// the library's "DeployItem.Apply" / "DeployItem.Delete".
+const TracerName = "github.com/terrace-dev/terrace/deployers/internal/helm"
+
+func tracer() trace.Tracer { return otel.Tracer(TracerName) }
+
+// Reconcile fetches the chart, installs or upgrades the release on the
+// Target's cluster, records the release's objects and writes the exports.
+func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	cfg, err := parseConfig(req.Item)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	exports, err := valueExports(cfg)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	ch, err := d.charts.load(cfg.spec.Chart)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	g, err := d.targets.forTarget(ctx, req.Target)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	ac, err := actionConfig(g, cfg.spec.Namespace, req.Log)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	// Recorded before Helm writes anything: a failed install may leave a
+	// release behind, and deleting the item must uninstall it.
+	if req.Item.Status.ProviderStatus == nil {
+		if err := setProviderStatus(req.Item, nil); err != nil {
+			return lib.Result{}, err
+		}
+	}
+	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeployRelease")
+	rel, err := d.deployRelease(sctx, ac, cfg, ch)
+	tracing.EndStep(span, err)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	if err := setProviderStatus(req.Item, managedResources(rel, g.mapper)); err != nil {
+		return lib.Result{}, err
+	}
+	if err := d.writeExports(ctx, req.Item, exports); err != nil {
+		return lib.Result{}, err
+	}
+	return lib.Result{Message: fmt.Sprintf("release %s/%s revision %d deployed", rel.Namespace, rel.Name, rel.Version)}, nil
+}
+
+// NothingToUninstall (lib.UninstallChecker): nothing is recorded, so no
+// Helm operation was ever started for the item.
+func (d *deployer) NothingToUninstall(di *lsv1alpha1.DeployItem) bool {
+	return di.Status.ProviderStatus == nil || len(di.Status.ProviderStatus.Raw) == 0
+}
+
+var _ lib.UninstallChecker = (*deployer)(nil)
+
+// Delete uninstalls the release, then deletes the export Secret.
+func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	di := req.Item
+	if !d.NothingToUninstall(di) {
+		// Leniently decoded: a configuration that no longer parses must not
+		// keep its release from being uninstalled.
+		var spec helmv1alpha1.ProviderConfiguration
+		if di.Spec.Config != nil {
+			_ = json.Unmarshal(di.Spec.Config.Raw, &spec)
+		}
+		if spec.Name != "" && spec.Namespace != "" {
+			var un operationOption
+			if ops, err := parseOperations(spec.HelmDeploymentConfig); err == nil {
+				un = ops.uninstall
+			}
+			g, err := d.targets.forTarget(ctx, req.Target)
+			if err != nil {
+				return lib.Result{}, err
+			}
+			ac, err := actionConfig(g, spec.Namespace, req.Log)
+			if err != nil {
+				return lib.Result{}, err
+			}
+			sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "UninstallRelease")
+			err = uninstall(sctx, ac, spec.Name, spec.Namespace, un)
+			tracing.EndStep(span, err)
+			if err != nil {
+				return lib.Result{}, err
+			}
+		}
+	}
+	if err := lib.DeleteExport(ctx, d.client, di); err != nil {
+		return lib.Result{}, err
+	}
+	return lib.Done(), nil
+}
+
+// managedResources lists the objects of the release's manifest; Helm puts
+// namespaced objects without a namespace into the release namespace.
+func managedResources(rel *release.Release, mapper meta.RESTMapper) []helmv1alpha1.ManagedResourceStatus {
+	var out []helmv1alpha1.ManagedResourceStatus
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if yaml.Unmarshal([]byte(doc), &head) != nil || head.Kind == "" {
+			continue
+		}
+		ns := head.Metadata.Namespace
+		if ns == "" && namespaced(mapper, head.APIVersion, head.Kind) {
+			ns = rel.Namespace
+		}
+		out = append(out, helmv1alpha1.ManagedResourceStatus{Policy: "manage", Resource: helmv1alpha1.ObjectReference{
+			APIVersion: head.APIVersion, Kind: head.Kind, Name: head.Metadata.Name, Namespace: ns,
+		}})
+	}
+	return out
+}
+
+func setProviderStatus(di *lsv1alpha1.DeployItem, managed []helmv1alpha1.ManagedResourceStatus) error {
+	ps := helmv1alpha1.ProviderStatus{ManagedResources: managed}
+	ps.APIVersion, ps.Kind = helmv1alpha1.SchemeGroupVersion.String(), "ProviderStatus"
+	raw, err := json.Marshal(ps)
+	if err != nil {
+		return err
+	}
+	di.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+	return nil
+}
+
+func namespaced(mapper meta.RESTMapper, apiVersion, kind string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return true
+	}
+	m, err := mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+	return err != nil || m.Scope.Name() == meta.RESTScopeNameNamespace
+}

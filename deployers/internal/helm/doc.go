@@ -1,0 +1,46 @@
+// Package helm is the helm deployer (deploy items of type
+// landscaper.gardener.cloud/helm): it deploys a Helm chart as a Helm
+// release on the cluster of the item's Target (type
+// landscaper.gardener.cloud/kubernetes-cluster), with the Helm v3 SDK.
+//
+// # Provider configuration
+//
+//	apiVersion: helm.deployer.landscaper.gardener.cloud/v1alpha1
+//	kind: ProviderConfiguration
+//	chart:
+//	  ref: registry.example/charts/app:1.0.0   # OCI reference, or
+//	  # archive: {raw: <base64 .tgz>}
+//	name: app                                  # release name
+//	namespace: apps                            # release namespace
+//	createNamespace: true
+//	values: {replicas: 2}
+//	helmDeploymentConfig:                      # Helm's options per operation
+//	  install: {atomic: true, timeout: 5m}     # atomic, force, wait, timeout, takeOwnership, skipSchemaValidation
+//	  upgrade: {atomic: true}
+//	  uninstall: {timeout: 5m}                 # wait, timeout
+//	exports:
+//	  exports:
+//	  - key: replicas
+//	    jsonPath: .Values.replicas             # read from the values
+//
+// Chart sources: chart.ref is pulled from an OCI registry with Helm's
+// registry client (anonymously; plain HTTP only to a loopback registry,
+// which --allow-loopback-registries must allow); chart.archive.raw is an
+// inline archive. Both are bounded by --max-chart-bytes. The other sources
+// (archive.remote, helmChartRepo, resourceRef, fromResource), helmDeployment:
+// false and exports from deployed objects end the item Failed with
+// ERR_CONFIGURATION_PROBLEM and a message saying they are not supported yet.
+//
+// Reconcile installs the release, or upgrades it when its chart or values
+// changed (an unchanged release is left alone); release records are Secrets
+// in the release namespace, at most --max-release-history revisions.
+// status.providerStatus lists the release's objects. Deleting the item
+// uninstalls the release, unless the item carries
+// landscaper.gardener.cloud/delete-without-uninstall: "true".
+//
+// Invariants:
+//   - status.providerStatus is set before Helm writes to the target, so
+//     deleting the item uninstalls whatever a failed install left.
+//   - Charts come only from the item's configuration, with no credentials
+//     of the deployer's own.
+package helm

@@ -1,0 +1,172 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/timeout"
+)
+
+// Type is the deploy-item type the helm deployer serves.
+const Type = lsv1alpha1.HelmDeployItemType
+
+// DefaultName is the deployer name used when Options.Name is empty.
+const DefaultName = "helm-deployer"
+
+// Defaults of the chart source bounds.
+const (
+	DefaultMaxChartBytes          = 10 << 20
+	DefaultRegistryRequestTimeout = 30 * time.Second
+	DefaultMaxReleaseHistory      = 10
+)
+
+// Options configure the helm deployer. The zero value is usable.
+type Options struct {
+	// Name is status.deployer.name, the controller name and the field
+	// manager; default "helm-deployer".
+	Name string
+	// Identity is status.deployer.identity; default Name.
+	Identity string
+	// Version is status.deployer.version.
+	Version string
+	// TargetSelector restricts the items served to those whose Target matches.
+	TargetSelector lib.TargetSelector
+	// DefaultTimeout bounds a job whose item has no spec.timeout (see lib.Options).
+	DefaultTimeout timeout.Timeout
+	// CallTimeout bounds each call of the deployer (see lib.Options).
+	CallTimeout time.Duration
+	// Namespaces restricts the deploy items served to these namespaces (default: all).
+	Namespaces []string
+	// TargetClients bound every connection to a Target's cluster.
+	TargetClients lib.TargetClientOptions
+	// Charts bound every chart download.
+	Charts ChartSourceOptions
+	// MaxReleaseHistory is how many revisions of a release Helm keeps on
+	// the target (--max-release-history, default 10); older ones are
+	// deleted on upgrade.
+	MaxReleaseHistory int
+}
+
+// ChartSourceOptions bound what the deployer downloads to get a chart.
+type ChartSourceOptions struct {
+	// MaxChartBytes caps a chart archive, downloaded or inline
+	// (--max-chart-bytes); each registry response is capped at it too.
+	MaxChartBytes int64
+	// RequestTimeout bounds each request to a registry, the body included
+	// (--registry-request-timeout).
+	RequestTimeout time.Duration
+	// AllowLoopback lets chart references name loopback registries, which
+	// are then spoken to in plain HTTP (--allow-loopback-registries): for
+	// local environments and tests.
+	AllowLoopback bool
+}
+
+func (o *ChartSourceOptions) setDefaults() {
+	if o.MaxChartBytes <= 0 {
+		o.MaxChartBytes = DefaultMaxChartBytes
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRegistryRequestTimeout
+	}
+}
+
+// BindFlags registers the helm deployer's own flags on fs: the bounds of
+// target connections and of chart downloads.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	o.TargetClients.BindFlags(fs)
+	o.Charts.setDefaults()
+	if o.MaxReleaseHistory <= 0 {
+		o.MaxReleaseHistory = DefaultMaxReleaseHistory
+	}
+	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
+		"How many revisions of a release Helm keeps on the target cluster (release Secrets); older ones are deleted on upgrade.")
+	fs.Var(byteQuantity{&o.Charts.MaxChartBytes}, "max-chart-bytes",
+		"The largest chart archive the deployer accepts, e.g. 10Mi: inline (chart.archive.raw, decoded) or downloaded (each registry response); a larger one fails the item.")
+	fs.DurationVar(&o.Charts.RequestTimeout, "registry-request-timeout", o.Charts.RequestTimeout,
+		"How long one request to a chart registry may take, reading the response included.")
+	fs.BoolVar(&o.Charts.AllowLoopback, "allow-loopback-registries", o.Charts.AllowLoopback,
+		"Let chart references name registries on loopback addresses (127.0.0.0/8, ::1, localhost), spoken to in plain HTTP: for local environments and tests.")
+}
+
+// AddToManager registers the helm deployer controller with mgr.
+func AddToManager(mgr ctrl.Manager, opts Options) error {
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	opts.Charts.setDefaults()
+	if opts.MaxReleaseHistory <= 0 {
+		opts.MaxReleaseHistory = DefaultMaxReleaseHistory
+	}
+	d := &deployer{
+		client:     mgr.GetClient(),
+		fieldOwner: opts.Name,
+		targets:    &targetClients{reader: mgr.GetAPIReader(), guard: opts.TargetClients},
+		charts:     &chartSource{opts: opts.Charts},
+		maxHistory: opts.MaxReleaseHistory,
+	}
+	return lib.AddToManager(mgr, d, lib.Options{
+		Type:           Type,
+		Name:           opts.Name,
+		Identity:       opts.Identity,
+		Version:        opts.Version,
+		TargetSelector: opts.TargetSelector,
+		TargetType:     lsv1alpha1.KubernetesClusterTargetType,
+		DefaultTimeout: opts.DefaultTimeout,
+		CallTimeout:    opts.CallTimeout,
+		Namespaces:     opts.Namespaces,
+	})
+}
+
+type deployer struct {
+	client     client.Client
+	fieldOwner string
+	targets    *targetClients
+	charts     *chartSource
+	// maxHistory is Options.MaxReleaseHistory.
+	maxHistory int
+}
+
+func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return nil }
+
+// ForceReconcile deploys as Reconcile does: every reconcile upgrades.
+func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
+	return d.Reconcile(ctx, req)
+}
+
+// Abort has nothing to stop: a Helm operation runs within one call, and
+// what it deployed stays until the item is deleted.
+func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
+
+// byteQuantity is a flag value of a byte count written as a Kubernetes
+// quantity (10Mi).
+type byteQuantity struct{ v *int64 }
+
+func (q byteQuantity) String() string {
+	if q.v == nil {
+		return ""
+	}
+	return resource.NewQuantity(*q.v, resource.BinarySI).String()
+}
+
+func (q byteQuantity) Set(s string) error {
+	v, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	if v.Value() <= 0 {
+		return fmt.Errorf("%s: must be positive", s)
+	}
+	*q.v = v.Value()
+	return nil
+}
+
+func (q byteQuantity) Type() string { return "quantity" }

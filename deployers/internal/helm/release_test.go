@@ -1,0 +1,98 @@
+package helm_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/helm"
+	"github.com/terrace-dev/terrace/deployers/internal/testutil"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/registrytest"
+)
+
+// TestOCIChartLifecycle installs a chart from an OCI registry into a
+// namespace the release creates, upgrades it when the values change and
+// uninstalls it when the item is deleted.
+func TestOCIChartLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testutil.Namespace(t, env)
+	relNS := ns + "-rel"
+	target(g, ns)
+	config := func(greet string) []byte {
+		return providerConfig(map[string]any{
+			"chart": map[string]string{"ref": pushChart(t)}, "name": "demo", "namespace": relNS, "createNamespace": true,
+			"values":  map[string]string{"greeting": greet},
+			"exports": map[string]any{"exports": []map[string]string{{"key": "greeting", "jsonPath": ".Values.greeting"}}},
+		})
+	}
+	di := createItem(g, ns, "oci", config("hello"))
+
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(greeting(g, relNS, "demo-cm")()).To(Equal("hello"))
+	g.Expect(secretExists(relNS, "sh.helm.release.v1.demo.v1")).To(BeTrue(), "the release record of revision 1")
+	got := get(g, di)()
+	g.Expect(string(got.Status.ProviderStatus.Raw)).To(ContainSubstring(`"kind":"ConfigMap","name":"demo-cm","namespace":"` + relNS + `"`))
+	export := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: lib.ExportSecretName(di)}, export)).To(Succeed())
+	g.Expect(string(export.Data["export"])).To(MatchJSON(`{"greeting":"hello"}`))
+
+	g.Expect(testutil.Update(ctx, env.Client, got, func(cur *lsv1alpha1.DeployItem) {
+		cur.Spec.Config = &runtime.RawExtension{Raw: config("bye")}
+	})).To(Succeed())
+	g.Eventually(greeting(g, relNS, "demo-cm"), timeout, interval).Should(Equal("bye"))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(secretExists(relNS, "sh.helm.release.v1.demo.v2")).To(BeTrue(), "the release record of revision 2")
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(greeting(g, relNS, "demo-cm"), timeout, interval).Should(BeEmpty())
+	g.Eventually(func() bool { return secretExists(relNS, "sh.helm.release.v1.demo.v2") }, timeout, interval).Should(BeFalse())
+}
+
+// TestRawArchive installs a chart given inline as a base64 archive.
+func TestRawArchive(t *testing.T) {
+	g := NewWithT(t)
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	di := createItem(g, ns, "raw", providerConfig(map[string]any{
+		"chart": rawArchive(t), "name": "inline", "namespace": ns, "values": map[string]string{"greeting": "inline"},
+	}))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(greeting(g, ns, "inline-cm")()).To(Equal("inline"))
+}
+
+// TestBadConfiguration: each bad input ends the item Failed with a
+// lastError that names the field and the reason.
+func TestBadConfiguration(t *testing.T) {
+	ns := testutil.Namespace(t, env)
+	target(NewWithT(t), ns)
+	cases := []struct {
+		name, reason, msg string
+		fields            map[string]any
+	}{
+		{"resource-ref", helm.ReasonChartNotSupported, "spec.config.chart.resourceRef: this chart source is not supported yet",
+			map[string]any{"chart": map[string]string{"resourceRef": "chart"}}},
+		{"from-resource", helm.ReasonChartNotSupported, "spec.config.chart.fromResource: this chart source is not supported yet",
+			map[string]any{"chart": map[string]any{"fromResource": map[string]string{"resourceName": "chart"}}}},
+		{"missing-chart", helm.ReasonChartPullFailed, "the registry has no such chart",
+			map[string]any{"chart": map[string]string{"ref": registrytest.Start(t) + "/charts/nothing:1.0.0"}}},
+		{"not-a-chart", helm.ReasonInvalidChart, "spec.config.chart.archive.raw: not a chart archive",
+			map[string]any{"chart": map[string]any{"archive": map[string]string{"raw": "bm90IGEgY2hhcnQ="}}}},
+		{"unknown-option", lib.ReasonInvalidConfig, "spec.config.helmDeploymentConfig.install.bogus: unknown option",
+			map[string]any{"chart": rawArchive(t), "helmDeploymentConfig": map[string]any{"install": map[string]bool{"bogus": true}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.fields["name"], tc.fields["namespace"] = tc.name, ns
+			di := createItem(g, ns, tc.name, providerConfig(tc.fields))
+			g.Eventually(get(g, di), timeout, interval).Should(failedWith(tc.reason, tc.msg))
+		})
+	}
+}
