@@ -107,3 +107,12 @@ func (boundedLib) ProgramOptions() []cel.ProgramOption { return nil }
 func programOptions() []cel.ProgramOption {
 	return []cel.ProgramOption{cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(interruptEvery)}
 }
+
+// Limits on the Spiff expressions of a mapping, checked when it is parsed.
+const (
+	// MaxExpressionBytes is the longest expression between `((` and `))`.
+	MaxExpressionBytes = 8 << 10
+	// MaxDepth is the deepest nesting of a mapping value (maps and lists)
+	// and of one expression (parentheses, list and map literals).
+	MaxDepth = 64
+)

@@ -24,7 +24,7 @@ func TestLimits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := Evaluate(map[string]string{"m": tc.expr}, ImportsVar, vars)
+			out, err := Evaluate(celMappings(t, map[string]string{"m": tc.expr}), ImportsVar, vars)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `data mapping "m"`) {
 				t.Fatalf("out = %v, err = %v; want an error containing %q", out, err, tc.want)
 			}
@@ -37,7 +37,7 @@ func TestLimits(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	defer func(d time.Duration) { timeout = d }(timeout)
 	timeout = 10 * time.Millisecond
-	out, err := Evaluate(map[string]string{"m": `lists.range(3000).all(i, lists.range(3000).all(j, true))`}, ImportsVar, nil)
+	out, err := Evaluate(celMappings(t, map[string]string{"m": `lists.range(3000).all(i, lists.range(3000).all(j, true))`}), ImportsVar, nil)
 	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("out = %v, err = %v; want an interrupted evaluation", out, err)
 	}
@@ -56,7 +56,7 @@ func TestBoundedStringFunctions(t *testing.T) {
 		`lists.range(3).map(i, "x").join()`: "xxx",
 	}
 	for expr, want := range cases {
-		out, err := Evaluate(map[string]string{"m": expr}, ImportsVar, nil)
+		out, err := Evaluate(celMappings(t, map[string]string{"m": expr}), ImportsVar, nil)
 		if err != nil || out["m"] != want {
 			t.Errorf("%s = %v, %v; want %q", expr, out["m"], err, want)
 		}
@@ -68,7 +68,7 @@ func TestReconcileDeadlineStopsMappings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	exprs := map[string]string{"a": `lists.range(3000).all(i, lists.range(3000).all(j, true))`, "b": `1`}
-	out, err := EvaluateContext(ctx, exprs, ImportsVar, nil)
+	out, err := EvaluateContext(ctx, celMappings(t, exprs), ImportsVar, nil)
 	if !errors.Is(err, ErrRenderDeadline) || !errors.Is(err, context.DeadlineExceeded) ||
 		!strings.Contains(err.Error(), `data mapping "a"`) || !strings.Contains(err.Error(), "the reconcile's render deadline was exceeded") {
 		t.Fatalf("out = %v, err = %v; want the reconcile's deadline", out, err)

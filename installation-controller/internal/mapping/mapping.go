@@ -1,7 +1,10 @@
-// Package mapping evaluates data mappings: each mapping is a CEL expression
-// (github.com/google/cel-go) over one variable holding a map of values —
-// `imports` for importDataMappings, `exports` for exportDataMappings — and
-// its JSON result becomes a new value under the mapping's name.
+// Package mapping evaluates data mappings as Landscaper writes them: each
+// mapping is a YAML/JSON value whose maps and lists keep their shape, whose
+// strings of the form `(( expression ))` are Spiff expressions over the
+// imports (or exports) by name, and whose other scalars are literals.
+// Terrace also reads CEL (github.com/google/cel-go) at the top of a
+// mapping: a string prefixed `cel:`, or a plain string, sees the values as
+// one variable, `imports` or `exports`.
 package mapping
 
 import (
@@ -9,13 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
-
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/ext"
-	"google.golang.org/protobuf/types/known/structpb"
+	"strings"
 )
 
 // Variable names.
@@ -24,9 +22,15 @@ const (
 	ExportsVar = "exports"
 )
 
-// Error is a mapping that failed to compile or evaluate.
+// CELPrefix marks a top-level mapping string as CEL.
+const CELPrefix = "cel:"
+
+// Error is a mapping that failed to parse or evaluate.
 type Error struct {
-	Name       string
+	Name string
+	// Path is where in the mapping's value the failing expression sits,
+	// e.g. `.endpoint.host` or `[0]`; empty for the whole value.
+	Path       string
 	Expression string
 	Cause      string
 	// err is the underlying error, for errors.Is (ErrRenderDeadline).
@@ -35,6 +39,10 @@ type Error struct {
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.err }
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("data mapping %q%s (%s): %s", e.Name, e.Path, e.Expression, e.Cause)
+}
 
 // ErrRenderDeadline is the error (errors.Is) of a mapping stopped by the
 // reconcile's deadline; errors.Is(err, context.DeadlineExceeded) holds too.
@@ -48,142 +56,199 @@ func ctxError(ctx context.Context) error {
 	return fmt.Errorf("the reconcile was cancelled: %w", ctx.Err())
 }
 
-func (e *Error) Error() string {
-	return fmt.Sprintf("data mapping %q (%s): %s", e.Name, e.Expression, e.Cause)
+// Mappings are parsed data mappings by name.
+type Mappings map[string]any
+
+// spiffValue is a string `(( … ))` of a mapping, parsed.
+type spiffValue struct {
+	written string
+	expr    expr
 }
 
-// Expressions converts mapping values to expression strings: each value must
-// be a JSON string holding a CEL expression.
-func Expressions(raw map[string][]byte) (map[string]string, error) {
-	out := make(map[string]string, len(raw))
+// celValue is a top-level CEL mapping.
+type celValue struct{ src string }
+
+// Parse decodes and parses mapping values (JSON). Every expression is
+// parsed here, so one outside the supported Spiff subset fails before any
+// is evaluated.
+func Parse(raw map[string][]byte) (Mappings, error) {
+	out := make(Mappings, len(raw))
 	for name, v := range raw {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, &Error{Name: name, Expression: string(v), Cause: "a data mapping must be a string holding a CEL expression"}
+		var val any
+		if err := json.Unmarshal(v, &val); err != nil {
+			return nil, &Error{Name: name, Expression: string(v), Cause: "the mapping is not JSON: " + err.Error()}
 		}
-		out[name] = s
+		if s, ok := val.(string); ok && !isSpiff(s) {
+			out[name] = &celValue{src: strings.TrimSpace(strings.TrimPrefix(s, CELPrefix))}
+			continue
+		}
+		parsed, err := parseValue(name, "", val, 0)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = parsed
 	}
 	return out, nil
 }
 
-// Evaluate runs every expression with varName bound to vars and returns the
-// results by mapping name. Mappings are evaluated in name order and see only
-// vars (not each other's results), so the outcome does not depend on order.
-func Evaluate(exprs map[string]string, varName string, vars map[string]any) (map[string]any, error) {
-	return EvaluateContext(context.Background(), exprs, varName, vars)
+// isSpiff says whether s is written as Spiff (`((` …) rather than CEL.
+func isSpiff(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), "((") }
+
+// parseValue walks a mapping value, parsing its `(( … ))` strings.
+func parseValue(name, path string, v any, depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, &Error{Name: name, Path: path, Expression: "…", Cause: fmt.Sprintf("the value is nested deeper than %d levels, the limit", MaxDepth)}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, el := range v {
+			p, err := parseValue(name, path+"."+k, el, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = p
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, el := range v {
+			p, err := parseValue(name, fmt.Sprintf("%s[%d]", path, i), el, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	case string:
+		return parseString(name, path, v)
+	}
+	return v, nil
+}
+
+// parseString parses a string that is exactly `(( … ))`; `((!` escapes a
+// literal `((`, as in Spiff; any other string is a literal.
+func parseString(name, path, s string) (any, error) {
+	t := strings.TrimSpace(s)
+	switch {
+	case strings.HasPrefix(t, "((!"):
+		return strings.Replace(s, "((!", "((", 1), nil
+	case !strings.HasPrefix(t, "(("):
+		return s, nil
+	case !strings.HasSuffix(t, "))") || len(t) < 4:
+		return nil, &Error{Name: name, Path: path, Expression: s, Cause: "a string starting with (( must end with )) (write ((! for a literal (( )"}
+	}
+	open := strings.Index(s, "((") + 2
+	closing := strings.LastIndex(s, "))")
+	e, err := parseSpiff(s[:closing], open)
+	if err != nil {
+		return nil, &Error{Name: name, Path: path, Expression: s, Cause: err.Error(), err: err}
+	}
+	return &spiffValue{written: s, expr: e}, nil
+}
+
+// Evaluate runs every mapping with the values vars and returns the results
+// by mapping name.
+func Evaluate(m Mappings, varName string, vars map[string]any) (map[string]any, error) {
+	return EvaluateContext(context.Background(), m, varName, vars)
 }
 
 // EvaluateContext is Evaluate within ctx, whose deadline is the reconcile's:
 // each mapping stops there (ErrRenderDeadline) if Timeout does not stop it
-// first.
-func EvaluateContext(ctx context.Context, exprs map[string]string, varName string, vars map[string]any) (map[string]any, error) {
-	if len(exprs) == 0 {
-		return map[string]any{}, nil
-	}
-	env, err := cel.NewEnv(
-		cel.Variable(varName, cel.MapType(cel.StringType, cel.DynType)),
-		ext.Strings(), ext.Encoders(), ext.Lists(ext.ListsMaxRangeSize(MaxListLen)), ext.Sets(), ext.Math(),
-		// After ext.Strings: replaces its join and replace (see limits.go).
-		boundedStrings(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("creating CEL environment: %w", err)
-	}
-	names := make([]string, 0, len(exprs))
-	for n := range exprs {
+// first. Mappings are evaluated in name order and see only vars (not each
+// other's results), so the outcome does not depend on order.
+func EvaluateContext(ctx context.Context, m Mappings, varName string, vars map[string]any) (map[string]any, error) {
+	names := make([]string, 0, len(m))
+	for n := range m {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	input := map[string]any{varName: toCEL(vars)}
-	out := make(map[string]any, len(exprs))
+	normalized, _ := toCEL(vars).(map[string]any)
+	if normalized == nil {
+		normalized = map[string]any{}
+	}
+	kind := map[string]string{ImportsVar: "import", ExportsVar: "export"}[varName]
+	ev := &evaluator{
+		spiff: &spiffEval{ctx: ctx, vars: normalized, kind: kind},
+		cel:   &celEval{varName: varName, input: map[string]any{varName: normalized}},
+	}
+	out := make(map[string]any, len(m))
 	for _, name := range names {
-		expr := exprs[name]
-		if ctx.Err() != nil {
-			err := ctxError(ctx)
-			return nil, &Error{Name: name, Expression: expr, Cause: err.Error(), err: err}
-		}
-		ast, iss := env.Compile(expr)
-		if iss != nil && iss.Err() != nil {
-			return nil, &Error{Name: name, Expression: expr, Cause: iss.Err().Error()}
-		}
-		prg, err := env.Program(ast, programOptions()...)
+		v, err := ev.value(ctx, name, "", m[name])
 		if err != nil {
-			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
-		}
-		val, err := eval(ctx, prg, input)
-		if err != nil {
-			return nil, &Error{Name: name, Expression: expr, Cause: err.Error(), err: err}
-		}
-		v, err := toJSON(val)
-		if err != nil {
-			return nil, &Error{Name: name, Expression: expr, Cause: err.Error()}
+			return nil, err
 		}
 		out[name] = v
 	}
 	return out, nil
 }
 
-// timeout is Timeout; tests shorten it.
-var timeout = Timeout
-
-// eval runs prg within the timeout and ctx. CEL reports an interruption
-// as "operation interrupted"; when ctx ended it, the error says so.
-func eval(ctx context.Context, prg cel.Program, input map[string]any) (ref.Val, error) {
-	evalCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	val, _, err := prg.ContextEval(evalCtx, input)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctxError(ctx)
-	}
-	return val, err
+type evaluator struct {
+	spiff *spiffEval
+	cel   *celEval
 }
 
-// toCEL makes JSON-decoded numbers that are whole into int64, so `x + 1`
-// works on an integer import (JSON decoding yields float64 for every number
-// and CEL does not mix int and double).
-func toCEL(v any) any {
+func (ev *evaluator) value(ctx context.Context, name, path string, v any) (any, error) {
+	if ctx.Err() != nil {
+		err := ctxError(ctx)
+		return nil, &Error{Name: name, Path: path, Expression: "…", Cause: err.Error(), err: err}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, el := range v {
+			r, err := ev.value(ctx, name, path+"."+k, el)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, el := range v {
+			r, err := ev.value(ctx, name, fmt.Sprintf("%s[%d]", path, i), el)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case *spiffValue:
+		r, err := ev.spiff.eval(v.expr)
+		if err != nil {
+			return nil, &Error{Name: name, Path: path, Expression: v.written, Cause: err.Error(), err: err}
+		}
+		return jsonShape(r), nil
+	case *celValue:
+		r, err := ev.cel.eval(ctx, v.src)
+		if err != nil {
+			return nil, &Error{Name: name, Path: path, Expression: v.src, Cause: err.Error(), err: err}
+		}
+		return r, nil
+	}
+	return v, nil
+}
+
+// jsonShape copies a Spiff result with its integers as float64, the shape
+// of decoded JSON that the rest of the controller works with. It copies
+// because a reference returns the evaluator's own values.
+func jsonShape(v any) any {
 	switch t := v.(type) {
+	case int64:
+		return float64(t)
 	case map[string]any:
 		out := make(map[string]any, len(t))
-		for k, val := range t {
-			out[k] = toCEL(val)
+		for k, el := range t {
+			out[k] = jsonShape(el)
 		}
 		return out
 	case []any:
 		out := make([]any, len(t))
-		for i, val := range t {
-			out[i] = toCEL(val)
+		for i, el := range t {
+			out[i] = jsonShape(el)
 		}
 		return out
-	case float64:
-		if t == float64(int64(t)) {
-			return int64(t)
-		}
-		return t
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
-		}
-		f, _ := t.Float64()
-		return f
-	default:
-		return v
 	}
-}
-
-// toJSON converts a CEL value to plain JSON-shaped Go data.
-func toJSON(val ref.Val) (any, error) {
-	pb, err := val.ConvertToNative(reflect.TypeFor[*structpb.Value]())
-	if err != nil {
-		return nil, fmt.Errorf("result %v (%s) is not JSON: %w", val, val.Type().TypeName(), err)
-	}
-	data, err := json.Marshal(pb)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return v
 }

@@ -1,12 +1,38 @@
 package mapping
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-func TestEvaluate(t *testing.T) {
+// parse parses mapping values given as JSON text.
+func parse(t *testing.T, raw map[string]string) Mappings {
+	t.Helper()
+	b := make(map[string][]byte, len(raw))
+	for k, v := range raw {
+		b[k] = []byte(v)
+	}
+	m, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// celMappings are CEL expressions under the explicit marker.
+func celMappings(t *testing.T, exprs map[string]string) Mappings {
+	t.Helper()
+	raw := make(map[string]string, len(exprs))
+	for k, e := range exprs {
+		b, _ := json.Marshal(CELPrefix + e)
+		raw[k] = string(b)
+	}
+	return parse(t, raw)
+}
+
+func TestEvaluateCEL(t *testing.T) {
 	vars := map[string]any{
 		"replicas": float64(2),
 		"name":     "web",
@@ -31,7 +57,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := Evaluate(map[string]string{"m": tc.expr}, ImportsVar, vars)
+			out, err := Evaluate(celMappings(t, map[string]string{"m": tc.expr}), ImportsVar, vars)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -48,12 +74,21 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestExpressions(t *testing.T) {
-	got, err := Expressions(map[string][]byte{"a": []byte(`"imports.x"`)})
-	if err != nil || got["a"] != "imports.x" {
-		t.Fatalf("%v %v", got, err)
+// A top-level string without a marker that is not `(( … ))` is CEL, as
+// Terrace has always read it; nested strings are literals.
+func TestPlainTopLevelStringIsCEL(t *testing.T) {
+	m := parse(t, map[string]string{"top": `"imports.n * 2"`, "nested": `{"s": "imports.n * 2"}`})
+	out, err := Evaluate(m, ImportsVar, map[string]any{"n": float64(3)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Expressions(map[string][]byte{"a": []byte(`{"x":1}`)}); err == nil || !strings.Contains(err.Error(), "must be a string holding a CEL expression") {
-		t.Fatalf("non-string mapping: %v", err)
+	if out["top"] != float64(6) || !reflect.DeepEqual(out["nested"], map[string]any{"s": "imports.n * 2"}) {
+		t.Fatalf("got %#v", out)
+	}
+}
+
+func TestParseRefusesNonJSON(t *testing.T) {
+	if _, err := Parse(map[string][]byte{"a": []byte(`{`)}); err == nil || !strings.Contains(err.Error(), `data mapping "a"`) {
+		t.Fatalf("got %v", err)
 	}
 }

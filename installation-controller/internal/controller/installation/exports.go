@@ -35,11 +35,11 @@ func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Instal
 		return nil, templateFailure(im.secrets.redactErr(err))
 	}
 	if len(inst.Spec.ExportDataMappings) > 0 {
-		exprs, err := expressions(inst.Spec.ExportDataMappings)
+		mappings, err := dataMappings(inst.Spec.ExportDataMappings)
 		if err != nil {
-			return nil, flow.StalledError(ReasonDataMappingFailed, err)
+			return nil, flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err))
 		}
-		mapped, err := mapping.EvaluateContext(rctx, exprs, mapping.ExportsVar, exports)
+		mapped, err := mapping.EvaluateContext(rctx, mappings, mapping.ExportsVar, exports)
 		if err != nil {
 			return nil, im.secrets.redactErr(flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("exportDataMappings: %w", err)))
 		}

@@ -150,11 +150,11 @@ func (im *imports) mapAndComplete(ctx context.Context, inst *lsv1alpha1.Installa
 	rctx, cancel := renderContext(ctx)
 	defer cancel()
 	if len(inst.Spec.ImportDataMappings) > 0 {
-		exprs, err := expressions(inst.Spec.ImportDataMappings)
+		mappings, err := dataMappings(inst.Spec.ImportDataMappings)
 		if err != nil {
-			return flow.StalledError(ReasonDataMappingFailed, err)
+			return flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("importDataMappings: %w", err))
 		}
-		mapped, err := mapping.EvaluateContext(rctx, exprs, mapping.ImportsVar, im.values)
+		mapped, err := mapping.EvaluateContext(rctx, mappings, mapping.ImportsVar, im.values)
 		if err != nil {
 			return flow.StalledError(ReasonDataMappingFailed, fmt.Errorf("importDataMappings: %w", err))
 		}
@@ -325,10 +325,11 @@ func (r *Reconciler) readContext(ctx context.Context, inst *lsv1alpha1.Installat
 	return out, nil
 }
 
-func expressions(m map[string]lsv1alpha1.AnyJSON) (map[string]string, error) {
+// dataMappings parses an installation's import or export data mappings.
+func dataMappings(m map[string]lsv1alpha1.AnyJSON) (mapping.Mappings, error) {
 	raw := make(map[string][]byte, len(m))
 	for k, v := range m {
 		raw[k] = v.RawMessage
 	}
-	return mapping.Expressions(raw)
+	return mapping.Parse(raw)
 }
