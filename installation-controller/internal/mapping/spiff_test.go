@@ -1,11 +1,13 @@
 package mapping
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 var spiffVars = map[string]any{
@@ -190,5 +192,16 @@ func TestSpiffExportsKind(t *testing.T) {
 	m := parse(t, map[string]string{"m": `"(( gone ))"`})
 	if _, err := Evaluate(m, ExportsVar, nil); err == nil || !strings.Contains(err.Error(), `export "gone" is not defined`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A reconcile whose deadline has passed evaluates no Spiff mapping.
+func TestSpiffStopsAtTheReconcileDeadline(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	m := parse(t, map[string]string{"m": `{"a": "(( n + 1 ))"}`})
+	out, err := EvaluateContext(ctx, m, ImportsVar, spiffVars)
+	if !errors.Is(err, ErrRenderDeadline) || !strings.Contains(err.Error(), `data mapping "m"`) {
+		t.Fatalf("out = %v, err = %v; want the reconcile's deadline", out, err)
 	}
 }
