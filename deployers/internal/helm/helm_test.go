@@ -49,16 +49,22 @@ const (
 // is .Values.greeting, as a .tgz.
 func chartArchive(t *testing.T) []byte {
 	t.Helper()
-	ch := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "demo", Version: "0.1.0"},
-		Values:   map[string]any{"greeting": "default"},
-		Templates: []*chart.File{{Name: "templates/configmap.yaml", Data: []byte(`apiVersion: v1
+	return chartArchiveWith(t, `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: {{ .Release.Name }}-cm
 data:
   greeting: {{ .Values.greeting | quote }}
-`)}},
+`)
+}
+
+// chartArchiveWith builds the demo chart with the given ConfigMap template.
+func chartArchiveWith(t *testing.T, template string) []byte {
+	t.Helper()
+	ch := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "demo", Version: "0.1.0"},
+		Values:   map[string]any{"greeting": "default"},
+		Templates: []*chart.File{{Name: "templates/configmap.yaml", Data: []byte(template)}},
 	}
 	path, err := chartutil.Save(ch, t.TempDir())
 	if err != nil {

@@ -2,10 +2,12 @@ package helm_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +44,15 @@ func TestOCIChartLifecycle(t *testing.T) {
 	export := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: lib.ExportSecretName(di)}, export)).To(Succeed())
 	g.Expect(string(export.Data["export"])).To(MatchJSON(`{"greeting":"hello"}`))
+
+	// A job with unchanged chart and values leaves the release alone.
+	firstJob := got.Status.JobID
+	g.Expect(testutil.Update(ctx, env.Client, got, func(cur *lsv1alpha1.DeployItem) {
+		metav1.SetMetaDataAnnotation(&cur.ObjectMeta, lsv1alpha1.OperationAnnotation, string(lsv1alpha1.OperationReconcile))
+	})).To(Succeed())
+	g.Eventually(get(g, di), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded),
+		WithTransform(func(di *lsv1alpha1.DeployItem) string { return di.Status.JobID }, Not(Equal(firstJob)))))
+	g.Expect(secretExists(relNS, "sh.helm.release.v1.demo.v2")).To(BeFalse(), "no new revision without a change")
 
 	g.Expect(testutil.Update(ctx, env.Client, got, func(cur *lsv1alpha1.DeployItem) {
 		cur.Spec.Config = &runtime.RawExtension{Raw: config("bye")}
@@ -84,6 +95,9 @@ func TestBadConfiguration(t *testing.T) {
 			map[string]any{"chart": map[string]string{"ref": registrytest.Start(t) + "/charts/nothing:1.0.0"}}},
 		{"not-a-chart", helm.ReasonInvalidChart, "spec.config.chart.archive.raw: not a chart archive",
 			map[string]any{"chart": map[string]any{"archive": map[string]string{"raw": "bm90IGEgY2hhcnQ="}}}},
+		{"render-error", helm.ReasonRenderFailed, "templates/configmap.yaml:1",
+			map[string]any{"chart": map[string]any{"archive": map[string]string{
+				"raw": base64.StdEncoding.EncodeToString(chartArchiveWith(t, `{{ fail "greeting must be set" }}`))}}}},
 		{"unknown-option", lib.ReasonInvalidConfig, "spec.config.helmDeploymentConfig.install.bogus: unknown option",
 			map[string]any{"chart": rawArchive(t), "helmDeploymentConfig": map[string]any{"install": map[string]bool{"bogus": true}}}},
 	}
