@@ -62,8 +62,8 @@ data:
 func chartArchiveWith(t *testing.T, template string) []byte {
 	t.Helper()
 	ch := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "demo", Version: "0.1.0"},
-		Values:   map[string]any{"greeting": "default"},
+		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "demo", Version: "0.1.0"},
+		Values:    map[string]any{"greeting": "default"},
 		Templates: []*chart.File{{Name: "templates/configmap.yaml", Data: []byte(template)}},
 	}
 	path, err := chartutil.Save(ch, t.TempDir())
