@@ -3,7 +3,7 @@
 // strings of the form `(( expression ))` are Spiff expressions over the
 // imports (or exports) by name, and whose other scalars are literals.
 // Terrace also reads CEL (github.com/google/cel-go) at the top of a
-// mapping: a string prefixed `cel:`, or a plain string, sees the values as
+// mapping: a string prefixed `cel:` sees the values as
 // one variable, `imports` or `exports`.
 package mapping
 
@@ -78,7 +78,7 @@ func Parse(raw map[string][]byte) (Mappings, error) {
 		if err := json.Unmarshal(v, &val); err != nil {
 			return nil, &Error{Name: name, Expression: string(v), Cause: "the mapping is not JSON: " + err.Error()}
 		}
-		if s, ok := val.(string); ok && !isSpiff(s) {
+		if s, ok := val.(string); ok && strings.HasPrefix(s, CELPrefix) {
 			out[name] = &celValue{src: strings.TrimSpace(strings.TrimPrefix(s, CELPrefix))}
 			continue
 		}
@@ -90,9 +90,6 @@ func Parse(raw map[string][]byte) (Mappings, error) {
 	}
 	return out, nil
 }
-
-// isSpiff says whether s is written as Spiff (`((` …) rather than CEL.
-func isSpiff(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), "((") }
 
 // parseValue walks a mapping value, parsing its `(( … ))` strings.
 func parseValue(name, path string, v any, depth int) (any, error) {

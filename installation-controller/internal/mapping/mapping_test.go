@@ -76,14 +76,17 @@ func TestEvaluateCEL(t *testing.T) {
 
 // A top-level string without a marker that is not `(( … ))` is CEL, as
 // Terrace has always read it; nested strings are literals.
-func TestPlainTopLevelStringIsCEL(t *testing.T) {
-	m := parse(t, map[string]string{"top": `"imports.n * 2"`, "nested": `{"s": "imports.n * 2"}`})
+// A plain string is a literal, at the top of a mapping as inside it, as
+// Landscaper reads it: only the cel: marker makes a CEL expression.
+func TestPlainStringIsALiteral(t *testing.T) {
+	m := parse(t, map[string]string{"top": `"imports.n * 2"`, "number": `"1"`, "nested": `{"s": "imports.n * 2"}`, "cel": `"cel: imports.n * 2"`})
 	out, err := Evaluate(m, ImportsVar, map[string]any{"n": float64(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out["top"] != float64(6) || !reflect.DeepEqual(out["nested"], map[string]any{"s": "imports.n * 2"}) {
-		t.Fatalf("got %#v", out)
+	want := map[string]any{"top": "imports.n * 2", "number": "1", "nested": map[string]any{"s": "imports.n * 2"}, "cel": float64(6)}
+	if !reflect.DeepEqual(out, want) {
+		t.Fatalf("got %#v, want %#v", out, want)
 	}
 }
 

@@ -167,8 +167,8 @@ exportExecutions:
 		{Name: "user", SecretRef: &lsv1alpha1.LocalSecretReference{Name: "creds", Key: "user"}},
 	}
 	inst.Spec.Imports.Targets = []lsv1alpha1.TargetImport{{Name: "cluster", Target: "my-cluster"}}
-	inst.Spec.ImportDataMappings = map[string]lsv1alpha1.AnyJSON{"replicas": lsv1alpha1.NewAnyJSON(mustJSON("imports.size.replicas * 2"))}
-	inst.Spec.ExportDataMappings = map[string]lsv1alpha1.AnyJSON{"doubled": lsv1alpha1.NewAnyJSON(mustJSON(`exports.summary.user + "@" + exports.summary.region`))}
+	inst.Spec.ImportDataMappings = map[string]lsv1alpha1.AnyJSON{"replicas": lsv1alpha1.NewAnyJSON(mustJSON("cel: imports.size.replicas * 2"))}
+	inst.Spec.ExportDataMappings = map[string]lsv1alpha1.AnyJSON{"doubled": lsv1alpha1.NewAnyJSON(mustJSON(`cel: exports.summary.user + "@" + exports.summary.region`))}
 	inst.Spec.Exports.Data = []lsv1alpha1.DataExport{{Name: "summary", DataRef: "summary"}, {Name: "doubled", DataRef: "who"}}
 	create(g, inst)
 	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
