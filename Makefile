@@ -14,11 +14,12 @@ K8S_BIN := $(BIN)/k8s
 MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub bench e2e
 
 # Binary name -> package directory.
-BINARIES := installation-controller execution-controller manifest-deployer mock-deployer dt-binder sandbox-provisioner spacerequest-stub
+BINARIES := installation-controller execution-controller manifest-deployer mock-deployer helm-deployer dt-binder sandbox-provisioner spacerequest-stub
 PKG_installation-controller := ./installation-controller
 PKG_execution-controller := ./execution-controller
 PKG_manifest-deployer := ./deployers/cmd/manifest-deployer
 PKG_mock-deployer := ./deployers/cmd/mock-deployer
+PKG_helm-deployer := ./deployers/cmd/helm-deployer
 PKG_dt-binder := ./dt-binder
 PKG_sandbox-provisioner := ./sandbox-provisioner
 PKG_spacerequest-stub := ./spacerequest-stub
@@ -164,11 +165,13 @@ MODULE_installation-controller := installation-controller
 MODULE_execution-controller := execution-controller
 MODULE_manifest-deployer := deployers
 MODULE_mock-deployer := deployers
+MODULE_helm-deployer := deployers
 MODULE_dt-binder := dt-binder
 MODULE_sandbox-provisioner := sandbox-provisioner
 MODULE_spacerequest-stub := spacerequest-stub
 PKGREL_manifest-deployer := ./cmd/manifest-deployer
 PKGREL_mock-deployer := ./cmd/mock-deployer
+PKGREL_helm-deployer := ./cmd/helm-deployer
 
 .PHONY: docker-build
 docker-build: $(addprefix docker-build-,$(BINARIES)) ## Build every component's image.

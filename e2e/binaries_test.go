@@ -23,6 +23,7 @@ var binaries = []string{
 	"execution-controller",
 	"manifest-deployer",
 	"mock-deployer",
+	"helm-deployer",
 	"dt-binder",
 	"sandbox-provisioner",
 	"spacerequest-stub",

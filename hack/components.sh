@@ -8,6 +8,7 @@ TERRACE_COMPONENTS=(
   "execution-controller execution-controller ./..."
   "manifest-deployer deployers ./lib/...;./internal/manifest/...;./cmd/manifest-deployer/..."
   "mock-deployer deployers ./lib/...;./internal/mock/...;./cmd/mock-deployer/..."
+  "helm-deployer deployers ./lib/...;./internal/helm/...;./cmd/helm-deployer/..."
   "dt-binder dt-binder ./..."
   "sandbox-provisioner sandbox-provisioner ./..."
   "spacerequest-stub spacerequest-stub ./..."

@@ -405,7 +405,10 @@ start_controllers() {
     # The deployers that reach Targets refuse loopback addresses unless told
     # otherwise; here every Target names this control plane, on 127.0.0.1.
     local extra=()
-    [[ "$("${BIN}/${c}" --help 2>&1)" == *--allow-loopback-targets* ]] && extra+=(--allow-loopback-targets)
+    local help
+    help="$("${BIN}/${c}" --help 2>&1 || true)"
+    [[ "${help}" == *--allow-loopback-targets* ]] && extra+=(--allow-loopback-targets)
+    [[ "${help}" == *--allow-loopback-registries* ]] && extra+=(--allow-loopback-registries)
     LISTEN_PORTS["${c}"]="${metrics} ${health}"
     start "${c}" "${BIN}/${c}" \
       --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \

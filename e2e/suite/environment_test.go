@@ -53,7 +53,7 @@ var localEnvPorts = map[string]string{
 
 // binaries are Terrace's controller processes, as hack/components.sh lists them.
 var binaries = []string{
-	"installation-controller", "execution-controller", "manifest-deployer", "mock-deployer",
+	"installation-controller", "execution-controller", "manifest-deployer", "mock-deployer", "helm-deployer",
 	"dt-binder", "sandbox-provisioner", "spacerequest-stub",
 }
 
