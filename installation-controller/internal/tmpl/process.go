@@ -166,7 +166,7 @@ func (b *budget) backed(fn string) error {
 		if testHookReserved != nil {
 			testHookReserved(b.reserved)
 		}
-		return nil
+		return b.grew()
 	}
 	if use > size {
 		return fmt.Errorf("%s: the render would use %d bytes, more than the process-wide budget of all renders, %d bytes (%s)", fn, use, size, ProcessBudgetFlag)

@@ -32,7 +32,7 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.
 	var im *imports
 	var exports map[string]any
 	renders := len(bp.ExportExecutions)+len(inst.Spec.ExportDataMappings)+len(inst.Spec.ImportDataMappings) > 0
-	err = r.withRenderMark(ctx, s, renders, func() error {
+	err = r.withRenderMark(ctx, s, renders, func(ctx context.Context) error {
 		if im, err = r.unchangedImports(ctx, inst, bp); err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	var items []lsv1alpha1.DeployItemTemplate
 	var templates []blueprint.InstallationTemplate
 	renders := len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
-	err = r.withRenderMark(ctx, s, renders, func() error {
+	err = r.withRenderMark(ctx, s, renders, func(ctx context.Context) error {
 		if im, err = r.resolveImports(ctx, inst, bp, fromAPIServer); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/tmpl"
 )
 
 // RenderingAnnotation marks an installation while this controller renders
@@ -56,15 +57,16 @@ func (j *renderedJobs) forget(k types.NamespacedName) {
 	delete(j.m, k)
 }
 
-// withRenderMark runs render between writing the mark and removing it, the
-// first time this process renders the job's phase; a mark of this job left
-// by another process fails the job instead.
+// withRenderMark runs render, marking the installation while a render of it
+// holds a large part of the template budget, the first time this process
+// renders the job's phase; a mark of this job left by another process fails
+// the job instead.
 // Without templates or mappings to run (renders false) nothing is marked.
-func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, renders bool, render func() error) error {
+func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, renders bool, render func(context.Context) error) error {
 	job := s.inst.Status.JobID
 	done := job + "/" + string(s.inst.Status.Phase)
 	if !renders || r.rendered.has(key(s.inst), done) {
-		return render()
+		return render(ctx)
 	}
 	if j, process, ok := strings.Cut(s.inst.Annotations[RenderingAnnotation], "@"); ok && j == job && process != r.ProcessID {
 		if err := r.setRenderMark(ctx, s, nil); err != nil {
@@ -74,17 +76,23 @@ func (r *Reconciler) withRenderMark(ctx context.Context, s *scope, renders bool,
 			"the controller process %s stopped while it rendered the templates or data mappings of job %s (phase %s), likely out of memory: the job is failed instead of rendered again; "+
 				"make the blueprint's renders and imports smaller, then add the reconcile annotation to the root installation to start a new job", process, job, s.inst.Status.Phase)
 	}
+	// The mark is written only once a render grows large (a small one
+	// cannot take the process down), so the usual job spends no request
+	// on it.
 	mark := job + "@" + r.ProcessID
-	if err := r.setRenderMark(ctx, s, &mark); err != nil {
-		return err
-	}
-	err := render()
+	err := render(tmpl.WithLargeRenderHook(ctx, largeRenderBytes, func() error {
+		return r.setRenderMark(ctx, s, &mark)
+	}))
 	if cerr := r.setRenderMark(ctx, s, nil); cerr != nil && err == nil {
 		return cerr
 	}
 	r.rendered.set(key(s.inst), done)
 	return err
 }
+
+// largeRenderBytes is what a render holds of the process-wide template
+// budget when its installation is marked as rendering.
+const largeRenderBytes = 16 << 20
 
 // setRenderMark writes (mark) or removes (nil) the render mark, guarded by
 // the resourceVersion read: it is a metadata-only patch, so the status this
