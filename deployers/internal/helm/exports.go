@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-
-	"k8s.io/client-go/util/jsonpath"
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -35,7 +32,7 @@ func valueExports(cfg *config) ([]byte, error) {
 		if e.Key == "" {
 			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: key must be set", field)
 		}
-		v, found, err := jsonPathValue(root, e.JSONPath)
+		v, found, err := lib.JSONPathValue(root, e.JSONPath)
 		if err != nil {
 			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s.jsonPath %q: %v", field, e.JSONPath, err)
 		}
@@ -62,35 +59,4 @@ func (d *deployer) writeExports(ctx context.Context, di *lsv1alpha1.DeployItem, 
 		return lib.ClearExport(ctx, d.client, di)
 	}
 	return lib.WriteExport(ctx, d.client, d.fieldOwner, di, data)
-}
-
-// jsonPathValue evaluates a JSONPath ("{.a.b}" or ".a.b") on obj; found is
-// false when the path does not exist.
-func jsonPathValue(obj map[string]any, path string) (value any, found bool, err error) {
-	p := strings.TrimSpace(path)
-	if !strings.HasPrefix(p, "{") {
-		p = "{" + p + "}"
-	}
-	jp := jsonpath.New("export")
-	if err := jp.Parse(p); err != nil {
-		return nil, false, err
-	}
-	results, err := jp.FindResults(obj)
-	if err != nil {
-		if strings.Contains(err.Error(), "is not found") {
-			return nil, false, nil
-		}
-		return nil, false, err
-	}
-	if len(results) == 0 || len(results[0]) == 0 {
-		return nil, false, nil
-	}
-	if len(results[0]) == 1 {
-		return results[0][0].Interface(), true, nil
-	}
-	vals := make([]any, 0, len(results[0]))
-	for _, r := range results[0] {
-		vals = append(vals, r.Interface())
-	}
-	return vals, true, nil
 }

@@ -5,49 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
-
-// jsonPathValue evaluates a JSONPath ("{.a.b}" or ".a.b") on obj. found is
-// false when the path does not exist.
-func jsonPathValue(obj map[string]any, path string) (value any, found bool, err error) {
-	p := strings.TrimSpace(path)
-	if !strings.HasPrefix(p, "{") {
-		p = "{" + p + "}"
-	}
-	jp := jsonpath.New("path")
-	if err := jp.Parse(p); err != nil {
-		return nil, false, err
-	}
-	results, err := jp.FindResults(obj)
-	if err != nil {
-		if strings.Contains(err.Error(), "is not found") {
-			return nil, false, nil
-		}
-		return nil, false, err
-	}
-	if len(results) == 0 || len(results[0]) == 0 {
-		return nil, false, nil
-	}
-	if len(results[0]) == 1 {
-		return results[0][0].Interface(), true, nil
-	}
-	vals := make([]any, 0, len(results[0]))
-	for _, r := range results[0] {
-		vals = append(vals, r.Interface())
-	}
-	return vals, true, nil
-}
 
 // valueString renders a value for comparison: strings as they are, anything
 // else as JSON.
@@ -61,7 +28,7 @@ func valueString(v any) string {
 
 // checkRequirement reports whether obj meets req.
 func checkRequirement(obj map[string]any, req manifestv1alpha2.ReadinessRequirement) (bool, error) {
-	v, found, err := jsonPathValue(obj, req.JSONPath)
+	v, found, err := lib.JSONPathValue(obj, req.JSONPath)
 	if err != nil {
 		return false, fmt.Errorf("jsonPath %q: %w", req.JSONPath, err)
 	}
@@ -269,7 +236,7 @@ func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (
 			}
 			return nil, "", classify(field, cur, "reading", err)
 		}
-		v, found, err := jsonPathValue(cur.Object, e.JSONPath)
+		v, found, err := lib.JSONPathValue(cur.Object, e.JSONPath)
 		if err != nil {
 			return nil, "", lib.ConfigError(ReasonExportFailed, "%s.jsonPath: %v", field, err)
 		}
