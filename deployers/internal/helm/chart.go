@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -33,7 +34,8 @@ type chartSource struct {
 
 // load returns the chart the configuration names. Every error names the
 // field and the reference.
-func (cs *chartSource) load(c helmv1alpha1.Chart) (*chart.Chart, error) {
+// req carries the item and its Context, whose credentials a source may use.
+func (cs *chartSource) load(_ context.Context, _ *lib.Request, c helmv1alpha1.Chart) (*chart.Chart, error) {
 	switch {
 	case c.Ref != "":
 		return cs.pull(c.Ref)

@@ -37,7 +37,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	if err != nil {
 		return lib.Result{}, err
 	}
-	ch, err := d.charts.load(cfg.spec.Chart)
+	ch, err := d.charts.load(ctx, req, cfg.spec.Chart)
 	if err != nil {
 		return lib.Result{}, err
 	}
