@@ -36,6 +36,11 @@ type bench struct {
 	// targetKubeconfig is the kubeconfig of the manifest workloads' Target.
 	targetKubeconfig []byte
 	timeout          time.Duration
+	// root is the repository root; registry the address of the
+	// environment's OCI registry, where chartPushed says the chart is.
+	root        string
+	registry    string
+	chartPushed bool
 	// runID and nsSeq make the namespaces unique, also in a reused environment.
 	runID string
 	nsSeq int
@@ -50,7 +55,10 @@ func newBench(ctx context.Context, env *localEnv, o options) (*bench, error) {
 	// what a workload waits for), its requests counted to subtract them.
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.UserAgent = "terrace-bench"
-	b := &bench{cfg: cfg, own: &apirequests.ClientCounter{}, timeout: o.timeout, runID: time.Now().UTC().Format("150405")}
+	b := &bench{cfg: cfg, own: &apirequests.ClientCounter{}, timeout: o.timeout, runID: time.Now().UTC().Format("150405"), root: env.root}
+	if b.registry, err = readRegistryAddress(env); err != nil {
+		return nil, err
+	}
 	cfg.Wrap(b.own.Wrap)
 	b.scheme = k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(b.scheme); err != nil {

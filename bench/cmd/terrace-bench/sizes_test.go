@@ -7,7 +7,7 @@ import (
 )
 
 func TestParseSizes(t *testing.T) {
-	got, err := parseSizes("roots=10:20,crowded=30:5,single=3")
+	got, err := parseSizes("roots=10:20,crowded=30:5,single=3,helm=4:40")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -15,6 +15,7 @@ func TestParseSizes(t *testing.T) {
 		wRoots:   {10, 20},
 		wCrowded: {30, 5},
 		wSingle:  {3},
+		wHelm:    {4, 40},
 		wClaims:  defaultSizes[wClaims], // not overridden
 	} {
 		if !slices.Equal(got[name], want) {
@@ -26,6 +27,7 @@ func TestParseSizes(t *testing.T) {
 		"crowded=200":   "two sizes, present:new",
 		"crowded=1:2:3": "two sizes, present:new",
 		"chain=1:2":     "one size only",
+		"helm=20":       "one-after-the-other:at-once",
 		"roots=0":       "not a positive number",
 		"nosuch=1":      "unknown workload",
 		"roots":         "want workload=N",

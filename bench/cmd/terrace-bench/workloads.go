@@ -48,7 +48,7 @@ const (
 // single runs first, on a fresh control plane; apicost right after, on a
 // control plane that holds almost nothing yet: its prices are the floor,
 // without the heap and watch load the larger workloads leave behind.
-var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims}
+var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims, wChartManifest, wHelm}
 
 // defaultSizes are the sizes Terrace's performance targets name; roots runs
 // once per size.
@@ -60,6 +60,9 @@ var defaultSizes = map[string][]int{
 	// installations already there : installations created at once
 	wCrowded: {1000, 200},
 	wClaims:  {100},
+	// one after the other : created at once
+	wHelm:          {20, 100},
+	wChartManifest: {20, 100},
 	// requests of each kind
 	wAPICost: {500},
 }
@@ -79,6 +82,8 @@ func newWorkloads(name string, sizes []int, creators int) []workload {
 		return ws
 	case wCrowded:
 		return []workload{crowded(sizes[0], sizes[1], creators)}
+	case wHelm, wChartManifest:
+		return chartWorkloads(name, sizes, creators)
 	}
 	return []workload{newWorkload(name, sizes[0], creators)}
 }
@@ -97,7 +102,7 @@ func newWorkload(name string, n, creators int) workload {
 	panic("unknown workload " + name)
 }
 
-// parseSizes reads -n: "single=20,roots=50:200:1000,crowded=1000:200,chain=50,claims=100,tree=3".
+// parseSizes reads -n: "single=20,roots=50:200:1000,crowded=1000:200,chain=50,claims=100,tree=3,helm=20:100".
 func parseSizes(s string) (map[string][]int, error) {
 	out := map[string][]int{}
 	for k, v := range defaultSizes {
@@ -125,7 +130,9 @@ func parseSizes(s string) (map[string][]int, error) {
 		switch {
 		case name == wCrowded && len(sizes) != 2:
 			return nil, fmt.Errorf("-n %s: two sizes, present:new (e.g. crowded=1000:200)", name)
-		case name != wRoots && name != wCrowded && len(sizes) != 1:
+		case (name == wHelm || name == wChartManifest) && len(sizes) != 2:
+			return nil, fmt.Errorf("-n %s: two sizes, one-after-the-other:at-once (e.g. %s=20:100)", name, name)
+		case name != wRoots && name != wCrowded && name != wHelm && name != wChartManifest && len(sizes) != 1:
 			return nil, fmt.Errorf("-n %s: one size only (roots takes several, separated by ':')", name)
 		}
 		out[name] = sizes
