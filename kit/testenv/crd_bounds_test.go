@@ -202,6 +202,7 @@ func TestExampleObjectsApply(t *testing.T) {
 	files := []string{
 		"../../examples/landscape/target.yaml",
 		"../../examples/landscape/installation.yaml",
+		"../../examples/helm-chart/installation.yaml",
 		"../../examples/provisioned-namespace/installation.yaml",
 	}
 	ctx := context.Background()
