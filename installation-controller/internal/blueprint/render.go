@@ -237,11 +237,14 @@ func (b *Blueprint) RenderExports(values map[string]any) (map[string]any, error)
 }
 
 // RenderExportsContext is RenderExports within ctx: every render stops at
-// ctx's deadline, the reconcile's.
-func (b *Blueprint) RenderExportsContext(ctx context.Context, values map[string]any) (map[string]any, error) {
+// ctx's deadline, the reconcile's. A render that fails reading an entry one
+// of the collections does not have says which entries there are.
+func (b *Blueprint) RenderExportsContext(ctx context.Context, values map[string]any, collections ...tmpl.Collection) (map[string]any, error) {
 	exports := map[string]any{}
 	for _, ex := range b.ExportExecutions {
-		doc, err := tmpl.ExecuteContext(ctx, source(ex), values)
+		src := source(ex)
+		src.Collections = collections
+		doc, err := tmpl.ExecuteContext(ctx, src, values)
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,9 @@ type Source struct {
 	Line int
 	// Template is the template text.
 	Template string
+	// Collections are the bindings besides .imports whose entries a failed
+	// render's error names when it read one they do not have.
+	Collections []Collection
 }
 
 // Error is a template that failed to parse, execute or produce YAML.
@@ -173,7 +176,7 @@ func ExecuteContext(ctx context.Context, src Source, values map[string]any) (map
 	defer fs.budget.finish()
 	if err := t.Execute(w, values); err != nil {
 		e := fail("render", err, src.Template, lineOf(templateLine, err), base-1)
-		e.Cause += missingImportHint(err, values)
+		e.Cause += bindingHint(err, values, src.Collections)
 		return nil, e
 	}
 	// Decoding the document allocates far more than its text, like

@@ -13,13 +13,14 @@ import (
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
 	"github.com/terrace-dev/terrace/installation-controller/internal/mapping"
+	"github.com/terrace-dev/terrace/installation-controller/internal/tmpl"
 	"github.com/terrace-dev/terrace/kit/flow"
 )
 
 // computeExports renders the blueprint's export executions, applies the
 // export data mappings and validates the result.
 func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) (map[string]any, error) {
-	values, err := r.exportValues(ctx, inst, im)
+	values, collections, err := r.exportValues(ctx, inst, im)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// Completing may run right after the execution was seen finished:
@@ -30,7 +31,7 @@ func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Instal
 	}
 	rctx, cancel := renderContext(ctx)
 	defer cancel()
-	exports, err := bp.RenderExportsContext(rctx, values)
+	exports, err := bp.RenderExportsContext(rctx, values, collections...)
 	if err != nil {
 		return nil, templateFailure(im.secrets.redactErr(err))
 	}
@@ -53,48 +54,50 @@ func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Instal
 	return exports, nil
 }
 
-// exportValues builds what export executions see: .imports and .values
-// (.values.deployitems from the execution's export DataObject,
-// .values.dataobjects and .values.targets from the installation's context,
-// where its sub-installations wrote their exports).
-func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) (map[string]any, error) {
-	items, err := r.executionExports(ctx, inst)
+// exportValues builds what export executions see: the standard binding
+// (.imports, .context, .installation) and the exports of the execution's
+// deploy items and of the sub-installations (blueprint.ExportValues).
+func (r *Reconciler) exportValues(ctx context.Context, inst *lsv1alpha1.Installation, im *imports) (map[string]any, []tmpl.Collection, error) {
+	b, err := r.executionExports(ctx, inst)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dataobjects, targets, err := r.contextValues(ctx, inst)
+	b.DataObjects, b.Targets, err = r.contextValues(ctx, inst)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return map[string]any{
+	values, collections := blueprint.ExportValues(map[string]any{
 		"imports":      im.values,
 		"context":      im.configurations,
 		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
-		"values":       map[string]any{"deployitems": items, "dataobjects": dataobjects, "targets": targets},
-	}, nil
+	}, b)
+	return values, collections, nil
 }
 
 // executionExports reads the exports of the installation's execution (per
-// deploy item), empty without an execution or exports. A NotFound error
-// says the exports DataObject is not there yet.
-func (r *Reconciler) executionExports(ctx context.Context, inst *lsv1alpha1.Installation) (map[string]any, error) {
-	items := map[string]any{}
+// deploy item) and the names of its deploy items, none without an
+// execution. A NotFound error says the exports DataObject is not there yet.
+func (r *Reconciler) executionExports(ctx context.Context, inst *lsv1alpha1.Installation) (blueprint.ExportBindings, error) {
+	b := blueprint.ExportBindings{DeployItems: map[string]any{}}
 	ref := inst.Status.ExecutionReference
 	if ref == nil {
-		return items, nil
+		return b, nil
 	}
 	exec := &lsv1alpha1.Execution{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ref.Name}, exec); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone in Completing: an error to retry, not the wait for
 			// exports not cached yet that NotFound means to the caller.
-			return nil, fmt.Errorf("execution %s not found", ref.Name)
+			return b, fmt.Errorf("execution %s not found", ref.Name)
 		}
-		return nil, fmt.Errorf("reading execution %s: %w", ref.Name, err)
+		return b, fmt.Errorf("reading execution %s: %w", ref.Name, err)
+	}
+	for _, it := range exec.Spec.DeployItems {
+		b.ItemNames = append(b.ItemNames, it.Name)
 	}
 	er := exec.Status.ExportReference
 	if er == nil {
-		return items, nil
+		return b, nil
 	}
 	ns := er.Namespace
 	if ns == "" {
@@ -105,16 +108,16 @@ func (r *Reconciler) executionExports(ctx context.Context, inst *lsv1alpha1.Inst
 	// reconcile, on another watch: read live when the cache does not
 	// show it yet (no event of it would wake this installation).
 	if err := r.getImport(ctx, fromCache, client.ObjectKey{Namespace: ns, Name: er.Name}, do); err != nil {
-		return nil, fmt.Errorf("reading the execution's exports %s: %w", er.Name, err)
+		return b, fmt.Errorf("reading the execution's exports %s: %w", er.Name, err)
 	}
 	v, err := decodeJSON(do.Data.RawMessage)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	if m, ok := v.(map[string]any); ok {
-		items = m
+		b.DeployItems = m
 	}
-	return items, nil
+	return b, nil
 }
 
 // contextValues reads the installation's context, where its
