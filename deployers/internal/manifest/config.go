@@ -20,6 +20,22 @@ type config struct {
 	spec    manifestv1alpha2.ProviderConfiguration
 	// objects are the parsed manifests (nil for policy ignore).
 	objects []manifestEntry
+	// The following are set only for another deployer's ObjectSet.
+	// status renders the provider status (default: providerStatus).
+	status func([]manifestv1alpha2.ManagedResourceStatus) ([]byte, error)
+	// exportFields name spec.exports.exports in messages (default
+	// spec.config.exports.exports[i]).
+	exportFields []string
+	// values are exported as they are, beside spec.exports.
+	values map[string]any
+}
+
+// exportField names the i-th export in messages.
+func (c *config) exportField(i int) string {
+	if i < len(c.exportFields) {
+		return c.exportFields[i]
+	}
+	return fmt.Sprintf("spec.config.exports.exports[%d]", i)
 }
 
 type manifestEntry struct {

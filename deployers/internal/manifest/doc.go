@@ -39,6 +39,13 @@
 //	    fromResource: {apiVersion: v1, kind: ConfigMap, name: a, namespace: foo}
 //	continuousReconcile:
 //	  every: 5m                       # re-apply a Succeeded item this often (drift correction)
+//	deletionGroups:                   # order of deletion on the item's deletion (default below)
+//	- customResourceGroup:            # apiVersion + kind (or resource name), optional names, namespaces
+//	    resources: [{apiVersion: v1, kind: ConfigMap, names: [a]}]
+//	    forceDelete: false            # remove the finalizers of the deleted objects
+//	    deleteAllResources: false     # every such object on the target, not only the item's
+//	- predefinedResourceGroup: {type: namespaced-resources}   # | cluster-scoped-resources | crds | empty
+//	deletionGroupsDuringUpdate: []    # the same, for objects that left the configuration
 //
 // Policies: manage creates, updates and deletes (and takes an object over
 // from another item); fallback does so only while the object is absent or
@@ -58,6 +65,17 @@
 // deletes the managed objects in the reverse order (namespaced objects, then
 // cluster-scoped objects, then CRDs and namespaces), unless the item carries
 // landscaper.gardener.cloud/delete-without-uninstall: "true".
+//
+// With deletionGroups (deletionGroupsDuringUpdate), the objects are deleted
+// group by group in the order given, each group waiting until the objects
+// of the one before are gone; an object no group selects is not deleted
+// (and, on an update, no longer recorded). Malformed groups fail the item
+// with InvalidDeletionGroup; on the item's deletion they fall back to the
+// default order.
+//
+// Other deployers apply objects through the same machinery with ObjectSet
+// and Applier (objectset.go): the helm deployer does so for helmDeployment:
+// false.
 //
 // Exports are written to the Secret "<item>-export" (key "export", a JSON
 // document of key → value), named by status.exportRef.

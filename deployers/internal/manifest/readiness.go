@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -209,12 +210,19 @@ func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *co
 // a path that does not exist yet (e.g. a Secret an operator generates, a load
 // balancer's address) makes it wait: pending names what is missing.
 func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (data []byte, pending string, err error) {
-	if cfg.spec.Exports == nil || len(cfg.spec.Exports.Exports) == 0 {
+	var list []manifestv1alpha2.Export
+	if cfg.spec.Exports != nil {
+		list = cfg.spec.Exports.Exports
+	}
+	if len(list) == 0 && len(cfg.values) == 0 {
 		return nil, "", nil
 	}
-	out := map[string]any{}
-	for i, e := range cfg.spec.Exports.Exports {
-		field := fmt.Sprintf("spec.config.exports.exports[%d]", i)
+	out := maps.Clone(cfg.values)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for i, e := range list {
+		field := cfg.exportField(i)
 		if e.Key == "" || e.FromResource == nil || e.JSONPath == "" {
 			return nil, "", lib.ConfigError(lib.ReasonInvalidConfig, "%s: key, jsonPath and fromResource must be set", field)
 		}

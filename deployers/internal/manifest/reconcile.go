@@ -62,15 +62,19 @@ type applyJob struct {
 // configuration, then waits for readiness and writes the exports.
 func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	j := &applyJob{req: req, di: req.Item}
-	out, err := flow.Run(ctx, j,
-		d.readConfig,
-		d.connect,
-		d.applyManifests,
-		d.deleteDropped,
-		d.checkApplied,
-		d.writeExports,
-		d.awaitReadiness,
-	)
+	steps := append([]flow.Step[*applyJob]{d.readConfig, d.connect}, d.applySteps()...)
+	return d.run(ctx, j, steps...)
+}
+
+// applySteps apply the job's objects, delete what left the configuration,
+// check readiness and write the exports.
+func (d *deployer) applySteps() []flow.Step[*applyJob] {
+	return []flow.Step[*applyJob]{d.applyManifests, d.deleteDropped, d.checkApplied, d.writeExports, d.awaitReadiness}
+}
+
+// run runs steps; a finished job's message counts what the job manages.
+func (d *deployer) run(ctx context.Context, j *applyJob, steps ...flow.Step[*applyJob]) (lib.Result, error) {
+	out, err := flow.Run(ctx, j, steps...)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -88,6 +92,12 @@ func (d *deployer) readConfig(_ context.Context, j *applyJob) (flow.Result, erro
 		return flow.Stop(), err
 	}
 	if err := validateReadiness(cfg.spec.ReadinessChecks); err != nil {
+		return flow.Stop(), err
+	}
+	if err := validateDeletionGroups("spec.config.deletionGroups", cfg.spec.DeletionGroups); err != nil {
+		return flow.Stop(), err
+	}
+	if err := validateDeletionGroups("spec.config.deletionGroupsDuringUpdate", cfg.spec.DeletionGroupsDuringUpdate); err != nil {
 		return flow.Stop(), err
 	}
 	if err := checkContinuousInterval(cfg, d.minEvery); err != nil {
@@ -142,7 +152,7 @@ func (d *deployer) deleteDropped(ctx context.Context, j *applyJob) (flow.Result,
 		return flow.Continue(), j.record(j.managed)
 	}
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(gone)))
-	left, done, delErr := d.deleteResources(sctx, j.c, j.di, gone)
+	left, done, delErr := d.deleteResources(sctx, j.c, j.di, gone, j.cfg.spec.DeletionGroupsDuringUpdate)
 	tracing.EndStep(span, delErr)
 	if err := j.record(append(slices.Clone(j.managed), left...)); err != nil {
 		return flow.Stop(), errors.Join(delErr, err)
@@ -226,7 +236,13 @@ func (d *deployer) awaitReadiness(_ context.Context, j *applyJob) (flow.Result, 
 // record writes the managed resources into status.providerStatus, in the
 // configuration's apiVersion.
 func (j *applyJob) record(managed []manifestv1alpha2.ManagedResourceStatus) error {
-	ps, err := providerStatus(j.cfg.version, managed)
+	render := j.cfg.status
+	if render == nil {
+		render = func(m []manifestv1alpha2.ManagedResourceStatus) ([]byte, error) {
+			return providerStatus(j.cfg.version, m)
+		}
+	}
+	ps, err := render(managed)
 	if err != nil {
 		return err
 	}

@@ -41,22 +41,45 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 		if err != nil {
 			return lib.Result{}, err
 		}
-		sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
-		_, done, err := d.deleteResources(sctx, c, di, prev)
-		tracing.EndStep(span, err)
-		if err != nil {
-			return lib.Result{}, err
-		}
-		if !done {
-			// Objects held by finalizers on the target, which the deployer
-			// does not watch: look again, backing off like apply (1 s to
-			// 15 s since the deletion started), and at the deadline at the
-			// latest (the library ends the deletion there).
-			return lib.PendingFor(waitUntil(waitInterval(di), req.Deadline), "waiting for managed objects to be deleted"), nil
+		res, err := d.uninstall(ctx, c, req, prev, deletionGroupsOf(di))
+		if err != nil || res.Pending {
+			return res, err
 		}
 	}
 	if err := lib.DeleteExport(ctx, d.client, di); err != nil {
 		return lib.Result{}, err
+	}
+	return lib.Done(), nil
+}
+
+// deletionGroupsOf are the item's deletion groups. A configuration that no
+// longer parses, or whose groups are malformed, deletes in the default
+// order: it must not keep the item's objects from being deleted.
+func deletionGroupsOf(di *lsv1alpha1.DeployItem) []manifestv1alpha2.DeletionGroupDefinition {
+	cfg, err := decodeConfig(di)
+	if err != nil || validateDeletionGroups("spec.config.deletionGroups", cfg.spec.DeletionGroups) != nil {
+		return nil
+	}
+	return cfg.spec.DeletionGroups
+}
+
+// uninstall deletes prev, the item's recorded objects, in the order of
+// groups: Done when all are gone, else pending.
+func (d *deployer) uninstall(ctx context.Context, c *clusterClient, req *lib.Request, prev []manifestv1alpha2.ManagedResourceStatus,
+	groups []manifestv1alpha2.DeletionGroupDefinition,
+) (lib.Result, error) {
+	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeleteManifests", attribute.Int("terrace.objects", len(prev)))
+	_, done, err := d.deleteResources(sctx, c, req.Item, prev, groups)
+	tracing.EndStep(span, err)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	if !done {
+		// Objects held by finalizers on the target, which the deployer
+		// does not watch: look again, backing off like apply (1 s to
+		// 15 s since the deletion started), and at the deadline at the
+		// latest (the library ends the deletion there).
+		return lib.PendingFor(waitUntil(waitInterval(req.Item), req.Deadline), "waiting for managed objects to be deleted"), nil
 	}
 	return lib.Done(), nil
 }

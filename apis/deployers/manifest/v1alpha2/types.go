@@ -83,6 +83,76 @@ type ProviderConfiguration struct {
 	// export Secret (status.exportRef).
 	// +optional
 	Exports *ExportConfiguration `json:"exports,omitempty"`
+	// DeletionGroups orders the deletion of the managed objects when the
+	// item is deleted (default: namespaced objects, cluster-scoped objects,
+	// namespaces, CRDs). Objects no group selects are not deleted.
+	// +optional
+	DeletionGroups []DeletionGroupDefinition `json:"deletionGroups,omitempty"`
+	// DeletionGroupsDuringUpdate orders the deletion of objects that leave
+	// the configuration, as DeletionGroups does on the item's deletion.
+	// +optional
+	DeletionGroupsDuringUpdate []DeletionGroupDefinition `json:"deletionGroupsDuringUpdate,omitempty"`
+}
+
+// DeletionGroupDefinition is one step of an ordered deletion: exactly one
+// of a predefined or a custom group of objects. The next step starts once
+// the objects of this one are gone.
+type DeletionGroupDefinition struct {
+	// +optional
+	PredefinedResourceGroup *PredefinedResourceGroup `json:"predefinedResourceGroup,omitempty"`
+	// +optional
+	CustomResourceGroup *CustomResourceGroup `json:"customResourceGroup,omitempty"`
+}
+
+// PredefinedResourceGroupType names a predefined group.
+type PredefinedResourceGroupType string
+
+// Predefined groups.
+const (
+	// PredefinedResourceGroupNamespacedResources: the namespaced objects.
+	PredefinedResourceGroupNamespacedResources PredefinedResourceGroupType = "namespaced-resources"
+	// PredefinedResourceGroupClusterScopedResources: the cluster-scoped
+	// objects except CustomResourceDefinitions.
+	PredefinedResourceGroupClusterScopedResources PredefinedResourceGroupType = "cluster-scoped-resources"
+	// PredefinedResourceGroupCRDs: the CustomResourceDefinitions.
+	PredefinedResourceGroupCRDs PredefinedResourceGroupType = "crds"
+	// PredefinedResourceGroupEmpty: no objects.
+	PredefinedResourceGroupEmpty PredefinedResourceGroupType = "empty"
+)
+
+// PredefinedResourceGroup is a predefined group of objects.
+type PredefinedResourceGroup struct {
+	Type PredefinedResourceGroupType `json:"type,omitempty"`
+	// ForceDelete removes the finalizers of the group's objects once they
+	// are deleted.
+	// +optional
+	ForceDelete bool `json:"forceDelete,omitempty"`
+}
+
+// CustomResourceGroup is a group of objects by kind, name and namespace.
+type CustomResourceGroup struct {
+	// Resources select the group's objects.
+	// +optional
+	Resources []ResourceType `json:"resources,omitempty"`
+	// ForceDelete removes the finalizers of the group's objects once they
+	// are deleted.
+	// +optional
+	ForceDelete bool `json:"forceDelete,omitempty"`
+	// DeleteAllResources deletes every object on the target the resources
+	// select, not only the item's.
+	// +optional
+	DeleteAllResources bool `json:"deleteAllResources,omitempty"`
+}
+
+// ResourceType selects objects of one kind, optionally by names and namespaces.
+type ResourceType struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind is the kind (ConfigMap) or its resource name (configmaps).
+	Kind string `json:"kind,omitempty"`
+	// +optional
+	Names []string `json:"names,omitempty"`
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // ReadinessCheckConfiguration configures the readiness checks of a manifest item.
