@@ -66,7 +66,7 @@ func localBlob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, a
 		return nil, BlobInfo{}, fmt.Errorf("localReference %q is not a digest: %w", lb.LocalReference, err)
 	}
 	name, version := cd.Component.Name, cd.Component.Version
-	r, err := repo.ociRepository(repo.componentRepository(name))
+	r, err := repo.OCIRepository(repo.componentRepository(name))
 	if err != nil {
 		return nil, BlobInfo{}, err
 	}
@@ -117,7 +117,7 @@ func ociArtifactBlob(ctx context.Context, repo *Repository, ref string) (io.Read
 	artifactRepo := *repo
 	artifactRepo.Base = parsed.Registry + "/" + parsed.Repository
 	artifactRepo.PlainHTTP = repo.plainHTTPFor(parsed.Registry)
-	r, err := artifactRepo.ociRepository(artifactRepo.Base)
+	r, err := artifactRepo.OCIRepository(artifactRepo.Base)
 	if err != nil {
 		return nil, BlobInfo{}, err
 	}

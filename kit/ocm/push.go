@@ -54,7 +54,7 @@ func Push(ctx context.Context, repo *Repository, cd *ComponentDescriptor, blobs 
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	r, err := repo.ociRepository(repo.componentRepository(out.Component.Name))
+	r, err := repo.OCIRepository(repo.componentRepository(out.Component.Name))
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}

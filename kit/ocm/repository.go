@@ -115,9 +115,10 @@ func TagToVersion(tag string) string {
 	return tag
 }
 
-// ociRepository opens one OCI repository (host/path) with the
-// repository's transport, credentials and limits.
-func (r *Repository) ociRepository(name string) (*remote.Repository, error) {
+// OCIRepository opens one OCI repository (host/path, on the repository's
+// registry or another) with the repository's transport, credentials and
+// limits.
+func (r *Repository) OCIRepository(name string) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(name)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not an OCI repository name: %w", name, err)

@@ -63,7 +63,7 @@ func Resolve(ctx context.Context, repo *Repository, name, version string) (*Comp
 // ResolveDigest returns the manifest digest of a component version without
 // reading it: what a cache keys by.
 func ResolveDigest(ctx context.Context, repo *Repository, name, version string) (digest.Digest, error) {
-	r, err := repo.ociRepository(repo.componentRepository(name))
+	r, err := repo.OCIRepository(repo.componentRepository(name))
 	if err != nil {
 		return "", err
 	}
@@ -81,7 +81,7 @@ func ResolveVersion(ctx context.Context, repo *Repository, name, version string)
 	if name == "" || version == "" {
 		return nil, fmt.Errorf("a component version needs a component name and a version (got %q:%q)", name, version)
 	}
-	r, err := repo.ociRepository(repo.componentRepository(name))
+	r, err := repo.OCIRepository(repo.componentRepository(name))
 	if err != nil {
 		return nil, err
 	}
