@@ -14,6 +14,7 @@ import (
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
 
@@ -46,8 +47,13 @@ func parseConfig(di *lsv1alpha1.DeployItem) (*config, error) {
 	if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.namespace: %q is not a valid namespace: %s", s.Namespace, strings.Join(errs, "; "))
 	}
-	if !s.IsHelmDeployment() {
-		return nil, lib.ConfigError(ReasonChartNotSupported, "spec.config.helmDeployment: false (render and apply without a Helm release) is not supported yet by the helm deployer; remove it to deploy a Helm release")
+	switch s.UpdateStrategy {
+	case "", helmv1alpha1.UpdateStrategyUpdate, helmv1alpha1.UpdateStrategyPatch:
+	default:
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.updateStrategy: %q is not one of update, patch", s.UpdateStrategy)
+	}
+	if err := checkContinuous(s.ContinuousReconcile, manifest.DefaultMinContinuousReconcileInterval); err != nil {
+		return nil, err
 	}
 	vals, err := parseValues(s.Values)
 	if err != nil {

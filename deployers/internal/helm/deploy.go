@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
+	manifestv1alpha2 "github.com/terrace-dev/terrace/apis/deployers/manifest/v1alpha2"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/kit/tracing"
 )
@@ -26,14 +29,16 @@ const TracerName = "github.com/terrace-dev/terrace/deployers/internal/helm"
 
 func tracer() trace.Tracer { return otel.Tracer(TracerName) }
 
-// Reconcile fetches the chart, installs or upgrades the release on the
-// Target's cluster, records the release's objects and writes the exports.
+// Reconcile fetches the chart and deploys it: as a Helm release (install
+// or upgrade), or, with helmDeployment: false, as rendered objects applied
+// by the manifest deployer's machinery. Then it waits for readiness and
+// writes the exports.
 func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	cfg, err := parseConfig(req.Item)
 	if err != nil {
 		return lib.Result{}, err
 	}
-	exports, err := valueExports(cfg)
+	set, err := checkSet(cfg)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -44,6 +49,13 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	g, err := d.targets.forTarget(ctx, req.Target)
 	if err != nil {
 		return lib.Result{}, err
+	}
+	ap, err := d.applier(g)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	if !cfg.spec.IsHelmDeployment() {
+		return applyRendered(ctx, req, g, ap, cfg, set, ch)
 	}
 	ac, err := actionConfig(g, cfg.spec.Namespace, req.Log)
 	if err != nil {
@@ -65,31 +77,64 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	if err := setProviderStatus(req.Item, managedResources(rel, g.mapper)); err != nil {
 		return lib.Result{}, err
 	}
-	if err := d.writeExports(ctx, req.Item, exports); err != nil {
+	deployed, err := manifestObjects(rel.Manifest, rel.Namespace, g.mapper)
+	if err != nil {
 		return lib.Result{}, err
 	}
-	return lib.Result{Message: fmt.Sprintf("release %s/%s revision %d deployed", rel.Namespace, rel.Name, rel.Version)}, nil
+	msg := fmt.Sprintf("release %s/%s revision %d deployed", rel.Namespace, rel.Name, rel.Version)
+	return ap.Check(ctx, req, set, objectsOf(deployed), msg)
+}
+
+// applyRendered renders the chart and applies its objects as the manifest
+// deployer does (helmDeployment: false): no Helm release is kept.
+func applyRendered(ctx context.Context, req *lib.Request, g *targetGetter, ap *manifest.Applier, cfg *config, set *manifest.ObjectSet, ch *chart.Chart) (lib.Result, error) {
+	objs, err := render(g, cfg, ch, req.Log)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	set.Objects, set.Status = objs, helmStatus
+	if cfg.spec.UpdateStrategy != "" {
+		set.UpdateStrategy = manifestv1alpha2.UpdateStrategy(cfg.spec.UpdateStrategy)
+	}
+	return ap.Apply(ctx, req, set)
 }
 
 // NothingToUninstall (lib.UninstallChecker): nothing is recorded, so no
 // Helm operation was ever started for the item.
+// With helmDeployment: false, the item records no object to delete.
 func (d *deployer) NothingToUninstall(di *lsv1alpha1.DeployItem) bool {
-	return di.Status.ProviderStatus == nil || len(di.Status.ProviderStatus.Raw) == 0
+	if di.Status.ProviderStatus == nil || len(di.Status.ProviderStatus.Raw) == 0 {
+		return true
+	}
+	spec := lenientSpec(di)
+	return !spec.IsHelmDeployment() && manifest.NothingRecorded(di)
+}
+
+// lenientSpec decodes spec.config leniently: a configuration that no
+// longer parses must not keep its objects from being deleted.
+func lenientSpec(di *lsv1alpha1.DeployItem) helmv1alpha1.ProviderConfiguration {
+	var spec helmv1alpha1.ProviderConfiguration
+	if di.Spec.Config != nil {
+		_ = json.Unmarshal(di.Spec.Config.Raw, &spec)
+	}
+	return spec
 }
 
 var _ lib.UninstallChecker = (*deployer)(nil)
 
-// Delete uninstalls the release, then deletes the export Secret.
+// Delete uninstalls the release (with helmDeployment: false, deletes the
+// recorded objects in the order of deletionGroups), then deletes the
+// export Secret.
 func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, error) {
 	di := req.Item
 	if !d.NothingToUninstall(di) {
-		// Leniently decoded: a configuration that no longer parses must not
-		// keep its release from being uninstalled.
-		var spec helmv1alpha1.ProviderConfiguration
-		if di.Spec.Config != nil {
-			_ = json.Unmarshal(di.Spec.Config.Raw, &spec)
-		}
-		if spec.Name != "" && spec.Namespace != "" {
+		spec := lenientSpec(di)
+		if !spec.IsHelmDeployment() {
+			res, err := d.deleteObjects(ctx, req, spec)
+			if err != nil || res.Pending {
+				return res, err
+			}
+		} else if spec.Name != "" && spec.Namespace != "" {
 			var un operationOption
 			if ops, err := parseOperations(spec.HelmDeploymentConfig); err == nil {
 				un = ops.uninstall
@@ -161,4 +206,17 @@ func namespaced(mapper meta.RESTMapper, apiVersion, kind string) bool {
 	}
 	m, err := mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
 	return err != nil || m.Scope.Name() == meta.RESTScopeNameNamespace
+}
+
+// deleteObjects deletes the objects a helmDeployment: false item records.
+func (d *deployer) deleteObjects(ctx context.Context, req *lib.Request, spec helmv1alpha1.ProviderConfiguration) (lib.Result, error) {
+	g, err := d.targets.forTarget(ctx, req.Target)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	ap, err := d.applier(g)
+	if err != nil {
+		return lib.Result{}, err
+	}
+	return ap.Delete(ctx, req, deletionGroupsOf(spec.DeletionGroups))
 }

@@ -22,14 +22,35 @@
 //	  exports:
 //	  - key: replicas
 //	    jsonPath: .Values.replicas             # read from the values
+//	  - key: address
+//	    jsonPath: .spec.clusterIP              # read from a deployed object
+//	    fromResource: {apiVersion: v1, kind: Service, name: app, namespace: apps}
+//	readinessChecks:                           # as the manifest deployer's; operators also !, =, notin
+//	  timeout: 5m
+//	  custom: [{name: up, resourceSelector: [...], requirements: [{jsonPath: .status.phase, operator: "=", values: ["Up"]}]}]
+//	helmDeployment: false                      # render and apply the objects, no Helm release
+//	deletionGroups: [...]                      # helmDeployment: false only, as the manifest deployer's
+//	deletionGroupsDuringUpdate: [...]
+//	continuousReconcile: {every: 1h}
 //
 // Chart sources: chart.ref is pulled from an OCI registry with Helm's
 // registry client (anonymously; plain HTTP only to a loopback registry,
 // which --allow-loopback-registries must allow); chart.archive.raw is an
 // inline archive. Both are bounded by --max-chart-bytes. The other sources
-// (archive.remote, helmChartRepo, resourceRef, fromResource), helmDeployment:
-// false and exports from deployed objects end the item Failed with
-// ERR_CONFIGURATION_PROBLEM and a message saying they are not supported yet.
+// (archive.remote, helmChartRepo, resourceRef, fromResource) end the item
+// Failed with ERR_CONFIGURATION_PROBLEM and a message saying they are not
+// supported yet.
+//
+// With helmDeployment: false the chart is rendered as helm template does
+// (capabilities: the target's Kubernetes version and API versions; CRDs of
+// crds/ included, hooks not run) and its objects are applied by the
+// manifest deployer's machinery (manifest.Applier): server-side apply,
+// ownership marks, deletion of objects that leave the chart (in the order
+// of deletionGroupsDuringUpdate), readiness, exports, deletion on the
+// item's deletion (deletionGroups). status.providerStatus.managedResources
+// lists the applied objects. In both modes readiness checks and exports
+// from objects are the manifest deployer's, on the release's or the
+// rendered objects.
 //
 // Reconcile installs the release, or upgrades it when its chart or values
 // changed (an unchanged release is left alone); release records are Secrets

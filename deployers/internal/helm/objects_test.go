@@ -1,0 +1,265 @@
+package helm_test
+
+import (
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/helm"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
+	"github.com/terrace-dev/terrace/deployers/internal/testutil"
+	"github.com/terrace-dev/terrace/deployers/lib"
+	"github.com/terrace-dev/terrace/kit/status"
+)
+
+// chartOf builds a chart "objs" of the given templates as an inline archive.
+func chartOf(t *testing.T, templates map[string]string) map[string]any {
+	t.Helper()
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "objs", Version: "0.1.0"}, Values: map[string]any{}}
+	for name, text := range templates {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(text)})
+	}
+	path, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"archive": map[string]string{"raw": base64.StdEncoding.EncodeToString(data)}}
+}
+
+const greetingCM = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cm
+data:
+  greeting: {{ .Values.greeting | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+`
+
+const extraCM = `{{- if .Values.extra }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-extra
+data:
+  extra: "yes"
+{{- end }}
+`
+
+func exportOf(g *WithT, di *lsv1alpha1.DeployItem) func() string {
+	return func() string {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: di.Namespace, Name: lib.ExportSecretName(di)}, s); err != nil {
+			return ""
+		}
+		return string(s.Data["export"])
+	}
+}
+
+func readyMessage(di *lsv1alpha1.DeployItem) string {
+	if c := meta.FindStatusCondition(di.Status.Conditions, status.ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// TestRenderedObjectsLifecycle: with helmDeployment: false the chart is
+// rendered with the target's capabilities and its objects applied without
+// a Helm release; objects that leave the chart are deleted, exports read
+// the values and the objects, deleting the item deletes the objects.
+func TestRenderedObjectsLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	ch := chartOf(t, map[string]string{"cm.yaml": greetingCM, "extra.yaml": extraCM})
+	config := func(greet string, extra bool) []byte {
+		return providerConfig(map[string]any{
+			"chart": ch, "name": "plain", "namespace": ns, "helmDeployment": false,
+			"values":               map[string]any{"greeting": greet, "extra": extra},
+			"exportsFromManifests": []map[string]any{{"key": "fromValues", "jsonPath": ".Values.greeting"}},
+			"exports": map[string]any{"exports": []map[string]any{{"key": "fromObject", "jsonPath": ".data.greeting",
+				"fromResource": map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "name": "plain-cm", "namespace": ns}}}},
+		})
+	}
+	di := createItem(g, ns, "plain", config("hello", true))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain-cm"}, cm)).To(Succeed(), "namespaced objects go into the release namespace")
+	g.Expect(cm.Data["greeting"]).To(Equal("hello"))
+	sv, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).ServerVersion()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cm.Data["kube"]).To(Equal(sv.GitVersion), "rendered with the target's Kubernetes version")
+	g.Expect(cm.Annotations).To(HaveKeyWithValue(manifest.ManagedByAnnotation, ns+"/plain"))
+	g.Expect(greeting(g, ns, "plain-extra")()).To(BeEmpty())
+	g.Expect(secretExists(ns, "sh.helm.release.v1.plain.v1")).To(BeFalse(), "no Helm release")
+	ps := string(get(g, di)().Status.ProviderStatus.Raw)
+	g.Expect(ps).To(ContainSubstring(`"apiVersion":"helm.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderStatus"`))
+	g.Expect(ps).To(ContainSubstring(`{"policy":"manage","resource":{"apiVersion":"v1","kind":"ConfigMap","name":"plain-extra","namespace":"` + ns + `"}}`))
+	g.Expect(exportOf(g, di)()).To(MatchJSON(`{"fromValues":"hello","fromObject":"hello"}`))
+
+	g.Expect(testutil.Update(ctx, env.Client, get(g, di)(), func(cur *lsv1alpha1.DeployItem) {
+		cur.Spec.Config = &runtime.RawExtension{Raw: config("bye", false)}
+	})).To(Succeed())
+	g.Eventually(exportOf(g, di), timeout, interval).Should(MatchJSON(`{"fromValues":"bye","fromObject":"bye"}`))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain-extra"}, &corev1.ConfigMap{})).NotTo(Succeed(), "left the chart: deleted")
+	g.Expect(string(get(g, di)().Status.ProviderStatus.Raw)).NotTo(ContainSubstring("plain-extra"))
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(greeting(g, ns, "plain-cm"), timeout, interval).Should(BeEmpty())
+	g.Eventually(func() bool { return secretExists(ns, lib.ExportSecretName(di)) }, timeout, interval).Should(BeFalse())
+}
+
+// modes are the two ways of deploying a chart.
+var modes = map[string]bool{"release": true, "rendered": false}
+
+// TestReadinessChecks: the default check waits for the chart's workloads
+// (a Deployment never becomes ready in envtest) and a custom check for an
+// object somebody else creates, in both modes.
+func TestReadinessChecks(t *testing.T) {
+	ns := testutil.Namespace(t, env)
+	target(NewWithT(t), ns)
+	deployment := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: web}]}
+`
+	for mode, helmDeployment := range modes {
+		t.Run(mode, func(t *testing.T) {
+			g := NewWithT(t)
+			name := "wl-" + mode
+			di := createItem(g, ns, name, providerConfig(map[string]any{
+				"chart": chartOf(t, map[string]string{"deploy.yaml": deployment}), "name": name, "namespace": ns,
+				"helmDeployment": helmDeployment, "readinessChecks": map[string]any{"timeout": "2s"},
+			}))
+			g.Eventually(get(g, di), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseFailed),
+				HaveField("Status.LastError.Reason", manifest.ReasonNotReady),
+				HaveField("Status.LastError.Codes", ContainElement(lsv1alpha1.ErrorTimeout)),
+				HaveField("Status.LastError.Message", ContainSubstring("not ready within the timeout: Deployment "+ns+"/"+name+"-web"))))
+
+			name = "custom-" + mode
+			state := name + "-state"
+			di = createItem(g, ns, name, providerConfig(map[string]any{
+				"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM}), "name": name, "namespace": ns, "helmDeployment": helmDeployment,
+				"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "state-ready",
+					"resourceSelector": []map[string]string{{"apiVersion": "v1", "kind": "ConfigMap", "name": state, "namespace": ns}},
+					"requirements":     []map[string]any{{"jsonPath": ".data.state", "operator": "=", "values": []string{"ready"}}}}}},
+			}))
+			g.Eventually(get(g, di), timeout, interval).Should(And(HaveField("Status.Phase", lsv1alpha1.PhaseProgressing),
+				WithTransform(readyMessage, ContainSubstring(`custom readiness check "state-ready": ConfigMap `+ns+"/"+state+" (v1) not found"))))
+			g.Expect(env.Client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: state},
+				Data: map[string]string{"state": "ready"}})).To(Succeed())
+			g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+		})
+	}
+}
+
+// TestExportsFromObjects: exports read from the release's objects.
+func TestExportsFromObjects(t *testing.T) {
+	g := NewWithT(t)
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	di := createItem(g, ns, "exp", providerConfig(map[string]any{
+		"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM}), "name": "exp", "namespace": ns,
+		"values": map[string]any{"greeting": "from the release"},
+		"exportsFromManifests": []map[string]any{{"key": "greeting", "jsonPath": ".data.greeting",
+			"fromResource": map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "name": "exp-cm", "namespace": ns}}},
+	}))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(secretExists(ns, "sh.helm.release.v1.exp.v1")).To(BeTrue())
+	g.Expect(exportOf(g, di)()).To(MatchJSON(`{"greeting":"from the release"}`))
+}
+
+// TestRenderedDeletionGroups: the rendered objects are deleted in the order
+// of deletionGroups, each group waiting for the one before.
+func TestRenderedDeletionGroups(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	held := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: first, finalizers: [test.terrace.dev/hold]}
+data: {k: v}
+`
+	di := createItem(g, ns, "groups", providerConfig(map[string]any{
+		"chart": chartOf(t, map[string]string{"first.yaml": held, "cm.yaml": greetingCM}), "name": "groups", "namespace": ns,
+		"helmDeployment": false, "values": map[string]any{"greeting": "second"},
+		"deletionGroups": []map[string]any{
+			{"customResourceGroup": map[string]any{"resources": []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap", "names": []string{"first"}}}}},
+			{"predefinedResourceGroup": map[string]any{"type": "namespaced-resources"}},
+		},
+	}))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	first := &corev1.ConfigMap{}
+	g.Eventually(func() bool {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "first"}, first)).To(Succeed())
+		return first.DeletionTimestamp != nil
+	}, timeout, interval).Should(BeTrue())
+	g.Consistently(greeting(g, ns, "groups-cm"), 2*time.Second, interval).Should(Equal("second"), "the second group waits for the first")
+	g.Expect(testutil.Update(ctx, env.Client, first, func(c *corev1.ConfigMap) { c.Finalizers = nil })).To(Succeed())
+	g.Eventually(greeting(g, ns, "groups-cm"), timeout, interval).Should(BeEmpty())
+	g.Eventually(func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(di), &lsv1alpha1.DeployItem{}) != nil
+	}, timeout, interval).Should(BeTrue())
+}
+
+// TestBadChecksConfiguration: malformed readiness checks, exports,
+// deletion groups and continuousReconcile fail the item, naming the field.
+func TestBadChecksConfiguration(t *testing.T) {
+	ns := testutil.Namespace(t, env)
+	target(NewWithT(t), ns)
+	cm := map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "namespace": ns}
+	cases := []struct {
+		name, reason, msg string
+		fields            map[string]any
+	}{
+		{"operator", manifest.ReasonReadinessInvalid, `spec.config.readinessChecks.custom[0].requirements[0]: operator "like" is not one of`,
+			map[string]any{"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "c", "resourceSelector": []map[string]string{cm},
+				"requirements": []map[string]any{{"jsonPath": ".data", "operator": "like"}}}}}}},
+		{"label-selector", manifest.ReasonReadinessInvalid, "spec.config.readinessChecks.custom[0].labelSelector: selecting objects by labels is not supported yet",
+			map[string]any{"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "c",
+				"labelSelector": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "matchLabels": map[string]string{"a": "b"}}, "requirements": []any{}}}}}},
+		{"export-path", lib.ReasonInvalidConfig, "spec.config.exports.exports[0]: key, jsonPath and fromResource must be set",
+			map[string]any{"exports": map[string]any{"exports": []map[string]any{{"key": "k", "fromResource": cm}}}}},
+		{"export-ref", helm.ReasonChartNotSupported, "spec.config.exportsFromManifests[0].fromObjectRef (key \"k\"): exports through an object reference are not supported yet",
+			map[string]any{"exportsFromManifests": []map[string]any{{"key": "k", "jsonPath": ".spec.ref",
+				"fromObjectRef": map[string]string{"apiVersion": "v1", "kind": "Secret", "jsonPath": ".data"}}}}},
+		{"group", manifest.ReasonDeletionGroupInvalid, `spec.config.deletionGroups[0].predefinedResourceGroup.type: "pods" is not one of`,
+			map[string]any{"helmDeployment": false, "deletionGroups": []map[string]any{{"predefinedResourceGroup": map[string]string{"type": "pods"}}}}},
+		{"every", lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: 1s is below the deployer's minimum of 1m0s (--min-continuous-reconcile-interval)",
+			map[string]any{"continuousReconcile": map[string]string{"every": "1s"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.fields["chart"], tc.fields["name"], tc.fields["namespace"] = rawArchive(t), tc.name, ns
+			di := createItem(g, ns, tc.name, providerConfig(tc.fields))
+			g.Eventually(get(g, di), timeout, interval).Should(failedWith(tc.reason, tc.msg))
+			g.Expect(greeting(g, ns, tc.name+"-cm")()).To(BeEmpty(), "nothing deployed")
+		})
+	}
+}
