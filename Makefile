@@ -11,7 +11,7 @@ TOOLS_BIN := $(BIN)/tools
 K8S_BIN := $(BIN)/k8s
 
 # Every module of the workspace, in dependency order.
-MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub bench e2e
+MODULES := apis kit deployers execution-controller installation-controller dt-binder sandbox-provisioner spacerequest-stub cli bench e2e
 
 # Binary name -> package directory.
 BINARIES := installation-controller execution-controller manifest-deployer mock-deployer helm-deployer dt-binder sandbox-provisioner spacerequest-stub
@@ -23,6 +23,10 @@ PKG_helm-deployer := ./deployers/cmd/helm-deployer
 PKG_dt-binder := ./dt-binder
 PKG_sandbox-provisioner := ./sandbox-provisioner
 PKG_spacerequest-stub := ./spacerequest-stub
+
+# Command-line tools: built by make build like the binaries, without a container image.
+CLI_BINARIES := terrace
+PKG_terrace := ./cli/cmd/terrace
 
 # Pinned tool versions. Bumping one reinstalls it (the version is part of the path).
 CONTROLLER_GEN_VERSION := v0.23.0
@@ -112,10 +116,10 @@ verify-gowork-off: ## Build every module with GOWORK=off (as image builds do).
 ##@ Build
 
 .PHONY: build
-build: $(addprefix build-,$(BINARIES)) ## Build every controller binary into bin/.
+build: $(addprefix build-,$(BINARIES) $(CLI_BINARIES)) ## Build every controller binary and the terrace CLI into bin/.
 
-.PHONY: $(addprefix build-,$(BINARIES))
-$(addprefix build-,$(BINARIES)): build-%:
+.PHONY: $(addprefix build-,$(BINARIES) $(CLI_BINARIES))
+$(addprefix build-,$(BINARIES) $(CLI_BINARIES)): build-%:
 	go build -o $(BIN)/$* $(PKG_$*)
 
 .PHONY: build-control-plane

@@ -128,4 +128,3 @@ func parseComponentRef(ref string) (baseURL, name, version string, err error) {
 	}
 	return scheme + base, component[:i], component[i+1:], nil
 }
-

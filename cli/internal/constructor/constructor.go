@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -109,7 +110,7 @@ func Load(path string) ([]Built, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, yamlError(path, err)
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root)
@@ -136,6 +137,32 @@ func Load(path string) ([]Built, error) {
 		out = append(out, built)
 	}
 	return out, nil
+}
+
+// typeNames are the Go type names yaml.v3 puts in its messages.
+var typeNames = regexp.MustCompile(` in type (\[\])?(constructor\.)?[a-zA-Z.\[\]]+`)
+
+// yamlError writes each of yaml.v3's "line N: message" as
+// "file:N: message", without Go type names.
+func yamlError(path string, err error) error {
+	var typeErr *yaml.TypeError
+	if !errors.As(err, &typeErr) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if rest, ok := strings.CutPrefix(msg, "line "); ok {
+			return fmt.Errorf("%s:%s", path, rest)
+		}
+		return fmt.Errorf("%s: %s", path, msg)
+	}
+	lines := make([]string, 0, len(typeErr.Errors))
+	for _, e := range typeErr.Errors {
+		e = typeNames.ReplaceAllString(e, "")
+		if rest, ok := strings.CutPrefix(e, "line "); ok {
+			lines = append(lines, path+":"+rest)
+			continue
+		}
+		lines = append(lines, path+": "+e)
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // builder builds components, reporting errors at their place in the file.

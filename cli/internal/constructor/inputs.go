@@ -24,6 +24,13 @@ const (
 // buildInput builds an input's content: it returns the blob and, for a
 // chart, the name hint of the artifact.
 func (b *builder) buildInput(in *input, at []any) (ocm.LocalBlob, string, error) {
+	switch in.Type {
+	case "file", "dir", "helm":
+	case "":
+		return ocm.LocalBlob{}, "", b.errorf(at, "type", "an input needs a type: dir, file or helm")
+	default:
+		return ocm.LocalBlob{}, "", b.errorf(at, "type", "input type %q is not supported: dir, file or helm", in.Type)
+	}
 	if in.Path == "" {
 		return ocm.LocalBlob{}, "", b.errorf(at, "path", "an input of type %q needs a path", in.Type)
 	}
@@ -62,10 +69,8 @@ func (b *builder) buildInput(in *input, at []any) (ocm.LocalBlob, string, error)
 			return ocm.LocalBlob{}, "", b.errorf(at, "path", "%v", err)
 		}
 		return ocm.BytesBlob(chart.ContentMediaType, c.Archive), c.Name + ":" + c.Version, nil
-	case "":
-		return ocm.LocalBlob{}, "", b.errorf(at, "type", "an input needs a type: dir, file or helm")
 	}
-	return ocm.LocalBlob{}, "", b.errorf(at, "type", "input type %q is not supported: dir, file or helm", in.Type)
+	return ocm.LocalBlob{}, "", nil
 }
 
 // compressed gzips data when asked; the media type (given or the default)
@@ -178,4 +183,3 @@ func matchesAny(patterns []string, rel string) bool {
 	}
 	return false
 }
-
