@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
@@ -23,34 +24,56 @@ const (
 	ReasonChartNotSupported = "ChartSourceNotSupported"
 	// ReasonInvalidChart: the archive is not a chart, or too large.
 	ReasonInvalidChart = "InvalidChart"
-	// ReasonChartPullFailed: the registry did not hand out the chart.
+	// ReasonChartPullFailed: the registry or chart server did not hand out the chart.
 	ReasonChartPullFailed = "ChartPullFailed"
 )
 
-// chartSource fetches charts within ChartSourceOptions.
+// chartSource fetches charts within ChartSourceOptions, with the
+// credentials of the item's Context, through a cache shared by all items.
 type chartSource struct {
-	opts ChartSourceOptions
+	opts    ChartSourceOptions
+	cache   *chartCache
+	indexes *indexCache
+	// contexts reads Contexts (the manager's cache); secrets reads Secrets
+	// (and Contexts the cache does not hold yet) from the API server.
+	contexts client.Reader
+	secrets  client.Reader
+}
+
+func newChartSource(opts ChartSourceOptions, contexts, secrets client.Reader) *chartSource {
+	opts.setDefaults()
+	return &chartSource{
+		opts: opts, contexts: contexts, secrets: secrets,
+		cache:   newChartCache(opts.CacheBytes),
+		indexes: newIndexCache(opts.RepoIndexTTL, opts.RepoIndexCacheBytes),
+	}
 }
 
 // load returns the chart the configuration names. Every error names the
 // field and the reference.
-// req carries the item and its Context, whose credentials a source may use.
-func (cs *chartSource) load(_ context.Context, _ *lib.Request, c helmv1alpha1.Chart) (*chart.Chart, error) {
+func (cs *chartSource) load(ctx context.Context, req *lib.Request, c helmv1alpha1.Chart) (*chart.Chart, error) {
 	switch {
-	case c.Ref != "":
-		return cs.pull(c.Ref)
 	case c.Archive != nil && c.Archive.Raw != "":
 		return cs.fromRaw(c.Archive.Raw)
-	case c.Archive != nil && c.Archive.Remote != nil:
-		return nil, notSupported("spec.config.chart.archive.remote", "use chart.ref (an OCI registry) or chart.archive.raw")
-	case c.HelmChartRepo != nil:
-		return nil, notSupported("spec.config.chart.helmChartRepo", "use chart.ref (an OCI registry) or chart.archive.raw")
 	case c.ResourceRef != "":
-		return nil, notSupported("spec.config.chart.resourceRef", "component resources are not resolved yet; use chart.ref or chart.archive.raw")
+		return nil, notSupported("spec.config.chart.resourceRef", "component resources are not resolved yet; use chart.ref, chart.archive or chart.helmChartRepo")
 	case c.FromResource != nil:
-		return nil, notSupported("spec.config.chart.fromResource", "component resources are not resolved yet; use chart.ref or chart.archive.raw")
+		return nil, notSupported("spec.config.chart.fromResource", "component resources are not resolved yet; use chart.ref, chart.archive or chart.helmChartRepo")
+	case c.Ref == "" && (c.Archive == nil || c.Archive.Remote == nil) && c.HelmChartRepo == nil:
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.chart: one of ref, archive, helmChartRepo, resourceRef or fromResource must be set")
 	}
-	return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.chart: one of ref, archive, helmChartRepo, resourceRef or fromResource must be set")
+	creds, err := cs.credentialsOf(ctx, req.Item)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Ref != "":
+		return cs.pull(ctx, creds, c.Ref)
+	case c.Archive != nil && c.Archive.Remote != nil:
+		return cs.fromURL(ctx, creds, c.Archive.Remote.URL)
+	default:
+		return cs.fromRepo(ctx, creds, c.HelmChartRepo)
+	}
 }
 
 func notSupported(field, way string) error {
@@ -70,8 +93,16 @@ func (cs *chartSource) fromRaw(raw string) (*chart.Chart, error) {
 	if int64(len(data)) > cs.opts.MaxChartBytes {
 		return nil, cs.tooLarge(field)
 	}
+	return loadArchive(field, "", data)
+}
+
+// loadArchive loads a chart archive; ref (may be empty) names where it came from.
+func loadArchive(field, ref string, data []byte) (*chart.Chart, error) {
 	ch, err := loader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
+		if ref != "" {
+			field = fmt.Sprintf("%s %q", field, ref)
+		}
 		return nil, lib.ConfigError(ReasonInvalidChart, "%s: not a chart archive: %v", field, err)
 	}
 	return ch, nil
@@ -83,9 +114,12 @@ func (cs *chartSource) tooLarge(field string) error {
 }
 
 // pull pulls a chart from an OCI registry with Helm's registry client,
-// through an HTTP client that keeps the bounds, with no credentials of the
-// deployer's own (its Helm or Docker configuration is never consulted).
-func (cs *chartSource) pull(ref string) (*chart.Chart, error) {
+// through an HTTP client that keeps the bounds, with the credential of the
+// item's pull secrets for the registry or none (the deployer's own Helm or
+// Docker configuration is never consulted). The manifest is resolved on
+// every pull, with the item's credential; the chart layer comes from the
+// cache when the manifest was pulled before.
+func (cs *chartSource) pull(ctx context.Context, creds *itemCredentials, ref string) (*chart.Chart, error) {
 	const field = "spec.config.chart.ref"
 	ref = strings.TrimPrefix(ref, "oci://")
 	host, _, _ := strings.Cut(ref, "/")
@@ -93,13 +127,24 @@ func (cs *chartSource) pull(ref string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, lib.ConfigError(ReasonChartPullFailed, "%s %q: %v", field, ref, err)
 	}
-	opts := []registry.ClientOption{registry.ClientOptHTTPClient(hc), registry.ClientOptAuthorizer(*anonymous(hc))}
+	cred, err := creds.registryCredential(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	opts := []registry.ClientOption{registry.ClientOptHTTPClient(hc), registry.ClientOptAuthorizer(*registryAuthorizer(hc, host, cred))}
 	if plainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
 	}
 	rc, err := registry.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: creating the registry client: %w", field, ref, err)
+	}
+	desc, err := rc.Resolve(ref)
+	if err != nil {
+		return nil, cs.pullError(field, ref, err)
+	}
+	if data, ok := cs.cache.lookup(manifestKey(desc.Digest.String())); ok {
+		return loadArchive(field, ref, data)
 	}
 	res, err := rc.Pull(ref)
 	if err != nil {
@@ -108,18 +153,23 @@ func (cs *chartSource) pull(ref string) (*chart.Chart, error) {
 	if int64(len(res.Chart.Data)) > cs.opts.MaxChartBytes {
 		return nil, cs.tooLarge(field)
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
+	ch, err := loadArchive(field, ref, res.Chart.Data)
 	if err != nil {
-		return nil, lib.ConfigError(ReasonInvalidChart, "%s %q: not a chart archive: %v", field, ref, err)
+		return nil, err
 	}
+	cs.cache.remember(manifestKey(res.Manifest.Digest), cs.cache.put(res.Chart.Data), 0)
 	return ch, nil
 }
+
+// manifestKey is the cache name of an OCI manifest: it names its content,
+// so it never expires.
+func manifestKey(digest string) string { return "oci-manifest " + digest }
 
 // pullError tells a missing or refused chart (a configuration problem)
 // from a registry that did not answer (retried).
 func (cs *chartSource) pullError(field, ref string, err error) error {
 	var refused *refusedAddressError
-	var large *chartTooLargeError
+	var large *tooLargeError
 	switch {
 	case errors.As(err, &refused):
 		return lib.ConfigError(ReasonChartPullFailed, "%s %q: %v", field, ref, refused)
@@ -127,6 +177,8 @@ func (cs *chartSource) pullError(field, ref string, err error) error {
 		return cs.tooLarge(field)
 	case isNotFound(err):
 		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the registry has no such chart: %v", field, ref, err)
+	case isUnauthorized(err):
+		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the registry refused access: %v; its credentials come from the registryPullSecrets of the item's Context", field, ref, err)
 	}
 	return lib.TransientError(ReasonChartPullFailed, fmt.Errorf("%s %q: pulling the chart: %w", field, ref, err))
 }
@@ -135,4 +187,9 @@ func isNotFound(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "not found") || strings.Contains(msg, "NAME_UNKNOWN") || strings.Contains(msg, "MANIFEST_UNKNOWN") ||
 		strings.Contains(msg, "invalid reference")
+}
+
+func isUnauthorized(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "status code 401") || strings.Contains(msg, "status code 403") || strings.Contains(msg, "UNAUTHORIZED") || strings.Contains(msg, "DENIED")
 }

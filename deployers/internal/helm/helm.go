@@ -27,6 +27,10 @@ const (
 	DefaultMaxChartBytes          = 10 << 20
 	DefaultRegistryRequestTimeout = 30 * time.Second
 	DefaultMaxReleaseHistory      = 10
+	DefaultChartCacheBytes        = 64 << 20
+	DefaultMaxRepoIndexBytes      = 32 << 20
+	DefaultRepoIndexCacheBytes    = 64 << 20
+	DefaultRepoIndexTTL           = time.Minute
 )
 
 // Options configure the helm deployer. The zero value is usable.
@@ -68,6 +72,19 @@ type ChartSourceOptions struct {
 	// are then spoken to in plain HTTP (--allow-loopback-registries): for
 	// local environments and tests.
 	AllowLoopback bool
+	// CacheBytes is the memory the chart cache keeps archives in
+	// (--chart-cache-bytes); least recently used archives leave first.
+	CacheBytes int64
+	// MaxRepoIndexBytes caps a chart repository's index.yaml
+	// (--max-chart-repo-index-bytes).
+	MaxRepoIndexBytes int64
+	// RepoIndexCacheBytes bounds the memory of cached repository indexes
+	// (--chart-repo-index-cache-bytes).
+	RepoIndexCacheBytes int64
+	// RepoIndexTTL is how long a repository index, and the archive an
+	// archive URL served, are reused before they are fetched again
+	// (--chart-repo-index-ttl).
+	RepoIndexTTL time.Duration
 }
 
 func (o *ChartSourceOptions) setDefaults() {
@@ -76,6 +93,18 @@ func (o *ChartSourceOptions) setDefaults() {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRegistryRequestTimeout
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultChartCacheBytes
+	}
+	if o.MaxRepoIndexBytes <= 0 {
+		o.MaxRepoIndexBytes = DefaultMaxRepoIndexBytes
+	}
+	if o.RepoIndexCacheBytes <= 0 {
+		o.RepoIndexCacheBytes = DefaultRepoIndexCacheBytes
+	}
+	if o.RepoIndexTTL <= 0 {
+		o.RepoIndexTTL = DefaultRepoIndexTTL
 	}
 }
 
@@ -94,7 +123,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Charts.RequestTimeout, "registry-request-timeout", o.Charts.RequestTimeout,
 		"How long one request to a chart registry may take, reading the response included.")
 	fs.BoolVar(&o.Charts.AllowLoopback, "allow-loopback-registries", o.Charts.AllowLoopback,
-		"Let chart references name registries on loopback addresses (127.0.0.0/8, ::1, localhost), spoken to in plain HTTP: for local environments and tests.")
+		"Let chart references name registries and chart servers on loopback addresses (127.0.0.0/8, ::1, localhost), registries spoken to in plain HTTP: for local environments and tests.")
+	o.bindChartCacheFlags(fs)
+}
+
+func (o *Options) bindChartCacheFlags(fs *pflag.FlagSet) {
+	fs.Var(byteQuantity{&o.Charts.CacheBytes}, "chart-cache-bytes",
+		"The memory the chart cache keeps archives in, e.g. 64Mi; a chart fetched once is served from it to every item that names the same content.")
+	fs.Var(byteQuantity{&o.Charts.MaxRepoIndexBytes}, "max-chart-repo-index-bytes",
+		"The largest index.yaml of a chart repository the deployer reads, e.g. 32Mi; a larger one fails the item.")
+	fs.Var(byteQuantity{&o.Charts.RepoIndexCacheBytes}, "chart-repo-index-cache-bytes",
+		"The memory cached chart repository indexes may take, e.g. 64Mi.")
+	fs.DurationVar(&o.Charts.RepoIndexTTL, "chart-repo-index-ttl", o.Charts.RepoIndexTTL,
+		"How long a chart repository's index.yaml, and the archive a chart.archive.remote URL served, are reused before they are fetched again.")
 }
 
 // AddToManager registers the helm deployer controller with mgr.
@@ -110,7 +151,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		client:     mgr.GetClient(),
 		fieldOwner: opts.Name,
 		targets:    &targetClients{reader: mgr.GetAPIReader(), guard: opts.TargetClients},
-		charts:     &chartSource{opts: opts.Charts},
+		charts:     newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader()),
 		maxHistory: opts.MaxReleaseHistory,
 	}
 	return lib.AddToManager(mgr, d, lib.Options{
