@@ -175,10 +175,10 @@ func (cs *chartSource) pullError(field, ref string, err error) error {
 		return lib.ConfigError(ReasonChartPullFailed, "%s %q: %v", field, ref, refused)
 	case errors.As(err, &large):
 		return cs.tooLarge(field)
-	case isNotFound(err):
-		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the registry has no such chart: %v", field, ref, err)
 	case isUnauthorized(err):
 		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the registry refused access: %v; its credentials come from the registryPullSecrets of the item's Context", field, ref, err)
+	case isNotFound(err):
+		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the registry has no such chart: %v", field, ref, err)
 	}
 	return lib.TransientError(ReasonChartPullFailed, fmt.Errorf("%s %q: pulling the chart: %w", field, ref, err))
 }
@@ -191,5 +191,6 @@ func isNotFound(err error) bool {
 
 func isUnauthorized(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "status code 401") || strings.Contains(msg, "status code 403") || strings.Contains(msg, "UNAUTHORIZED") || strings.Contains(msg, "DENIED")
+	return strings.Contains(msg, "status code 401") || strings.Contains(msg, "status code 403") || strings.Contains(msg, "UNAUTHORIZED") || strings.Contains(msg, "DENIED") ||
+		strings.Contains(msg, "credential not found")
 }
