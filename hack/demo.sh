@@ -59,7 +59,7 @@ if [[ "${1:-}" == clean ]]; then
     fi
   fi
   kubectl -n "${NS}" delete dtc team-env --ignore-not-found --timeout="${TIMEOUT}s"
-  kubectl delete namespace "${NS}" landscape-app --ignore-not-found --timeout="${TIMEOUT}s"
+  kubectl delete namespace "${NS}" landscape-app greeter --ignore-not-found --timeout="${TIMEOUT}s"
   # Cluster-scoped: it would make whoever creates the ServiceAccount
   # demo/demo-target again cluster-admin.
   kubectl delete clusterrolebinding terrace-demo-target --ignore-not-found
@@ -90,11 +90,23 @@ kubectl apply -f "${EX}/landscape/target.yaml"
 step "the landscape: root installation → sub-installations database, app → executions → deploy items"
 kubectl apply -f "${EX}/landscape/installation.yaml"
 
+step "a Helm chart: examples/helm-chart/chart pushed to the local registry, then deployed by the helm deployer"
+registry="$(cat "${ROOT}/.local/registry/address")"
+"${ROOT}/bin/terrace" chart push --plain-http "${EX}/helm-chart/chart" "${registry}/demo/charts/greeter"
+cat <<YAML | kubectl apply -f -
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: DataObject
+metadata: {name: chart-registry, namespace: ${NS}}
+data: ${registry}/demo
+YAML
+kubectl apply -f "${EX}/helm-chart/installation.yaml"
+
 step "a DeploymentTargetClaim, provisioned through a SpaceRequest"
 kubectl apply -f "${EX}/provisioned-namespace/claim.yaml"
 
 step "waiting"
 wait_until "landscape job finished" job_finished installation/landscape
+wait_until "greeter job finished" job_finished installation/greeter
 wait_until "claim team-env Bound" phase_is dtc/team-env Bound
 
 step "deploying into the provisioned namespace"
@@ -121,5 +133,8 @@ step "final state"
 kubectl -n "${NS}" get installations,executions,deployitems
 kubectl -n "${NS}" get dtc,dt,spacerequests
 kubectl -n "${NS}" get dataobject landscape-app-url -o jsonpath='{"landscape exports app-url = "}{.data}{"\n"}'
+kubectl -n greeter get configmap greeter-greeting -o jsonpath='{"greeter/greeter-greeting greeting = "}{.data.greeting}{"\n"}'
+helm_release="$(kubectl -n greeter get secrets -l owner=helm,name=greeter -o jsonpath='{range .items[*]}{.metadata.labels.name} revision {.metadata.labels.version} {.metadata.labels.status}{"\n"}{end}')"
+echo "helm release ${helm_release}"
 kubectl -n landscape-app get configmap app-config -o jsonpath='{"landscape-app/app-config DATABASE_URL = "}{.data.DATABASE_URL}{"\n"}'
 kubectl -n "${env_ns}" get configmap team-app -o jsonpath='{"provisioned namespace "}{.metadata.namespace}{": team-app greeting = "}{.data.greeting}{"\n"}'
