@@ -57,16 +57,43 @@ type LocalConfigMapReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// TargetImport imports one Target.
+// TargetImport imports one Target, a list of Targets (a blueprint's
+// targetList import) or a map of them (a targetMap import).
+// +kubebuilder:validation:XValidation:rule="(has(self.target) ? 1 : 0) + (has(self.targets) ? 1 : 0) + (has(self.targetListRef) ? 1 : 0) + (has(self.targetMap) ? 1 : 0) + (has(self.targetMapRef) ? 1 : 0) == 1",message="a target import needs exactly one of target, targets, targetListRef, targetMap, targetMapRef"
 type TargetImport struct {
 	// Name of the import as the blueprint declares it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Target names a Target in the installation's namespace, or an export of a sibling.
+	// Target names a Target in the installation's namespace, or an export of a
+	// sibling; in a sub-installation "<list import>[<index>]" or
+	// "<map import>[<key>]" names one Target of a parent's targetList or
+	// targetMap import.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Target string `json:"target"`
+	Target string `json:"target,omitempty"`
+	// Targets names the Targets of a targetList import, in order. An empty
+	// list is an empty targetList (nil is none, which the API server prunes).
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	Targets []string `json:"targets"`
+	// TargetListReference names a targetList import of the parent
+	// installation, which a sub-installation imports as a whole.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TargetListReference string `json:"targetListRef,omitempty"`
+	// TargetMap maps the keys of a targetMap import to Target names.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	TargetMap map[string]string `json:"targetMap,omitempty"`
+	// TargetMapReference names a targetMap import of the parent
+	// installation, which a sub-installation imports as a whole.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TargetMapReference string `json:"targetMapRef,omitempty"`
 }
 
 // InstallationImports are the values an installation reads.

@@ -22,9 +22,17 @@ import (
 
 // Import and export types.
 const (
-	TypeData   = "data"
-	TypeTarget = "target"
+	TypeData       = "data"
+	TypeTarget     = "target"
+	TypeTargetList = "targetList"
+	TypeTargetMap  = "targetMap"
 )
+
+// IsTargetType reports whether typ is one of the target types: its values
+// come from spec.imports.targets.
+func IsTargetType(typ string) bool {
+	return typ == TypeTarget || typ == TypeTargetList || typ == TypeTargetMap
+}
 
 // ExecutorGoTemplate is the only executor type Terrace supports.
 const ExecutorGoTemplate = "GoTemplate"
@@ -222,8 +230,15 @@ func parseFields(n *yaml.Node, imports bool) ([]FieldDefinition, error) {
 				fd.Type = TypeTarget
 			}
 		}
-		if fd.Type != TypeData && fd.Type != TypeTarget {
-			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "%q has type %q: supported are %q and %q", rf.Name, rf.Type, TypeData, TypeTarget)
+		if fd.Type != TypeData && !IsTargetType(fd.Type) {
+			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "%q has type %q: supported are %q, %q, %q and %q", rf.Name, rf.Type, TypeData, TypeTarget, TypeTargetList, TypeTargetMap)
+		}
+		if !imports && fd.Type != TypeData && fd.Type != TypeTarget {
+			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "export %q has type %q: exports are %q or %q", rf.Name, rf.Type, TypeData, TypeTarget)
+		}
+		if fd.TargetType != "" && !strings.Contains(fd.TargetType, "/") {
+			// Landscaper's short form of its own target types.
+			fd.TargetType = lsv1alpha1.GroupName + "/" + fd.TargetType
 		}
 		if imports && rf.Required != nil {
 			fd.Required = *rf.Required

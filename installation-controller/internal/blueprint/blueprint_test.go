@@ -119,7 +119,7 @@ func TestParseErrors(t *testing.T) {
 		"unknown field":        {map[string]string{"blueprint.yaml": "imprts: []\n"}, `blueprint.yaml:1: unknown field "imprts"`},
 		"bad executor":         {map[string]string{"blueprint.yaml": "deployExecutions:\n- name: x\n  type: Spiff\n  template: a\n"}, `only "GoTemplate" is supported`},
 		"missing file":         {map[string]string{"blueprint.yaml": "deployExecutions:\n- name: x\n  type: GoTemplate\n  file: nope.tpl\n"}, `references file "nope.tpl"`},
-		"bad import type":      {map[string]string{"blueprint.yaml": "imports:\n- name: x\n  type: list\n"}, `supported are "data" and "target"`},
+		"bad import type":      {map[string]string{"blueprint.yaml": "imports:\n- name: x\n  type: list\n"}, `supported are "data", "target", "targetList" and "targetMap"`},
 		"duplicate import":     {map[string]string{"blueprint.yaml": "imports:\n- name: x\n- name: x\n"}, `import "x" is declared twice`},
 		"unnamed import":       {map[string]string{"blueprint.yaml": "imports:\n- type: data\n"}, "needs a name"},
 		"template not string":  {map[string]string{"blueprint.yaml": "deployExecutions:\n- name: x\n  type: GoTemplate\n  template: {a: b}\n"}, "template must be a string"},

@@ -21,18 +21,31 @@ type ImportError struct {
 
 func (e *ImportError) Error() string { return fmt.Sprintf("import %q: %s", e.Name, e.Msg) }
 
+// ProvidedTarget is a target import as the installation provides it: its
+// kind (TypeTarget, TypeTargetList or TypeTargetMap) and the types of its
+// Targets by member ("" for a single target, "[0]" or "[key]" for the
+// entries of a list or map).
+type ProvidedTarget struct {
+	Kind  string
+	Types map[string]string
+}
+
 // CompleteImports checks the values an installation provides against the
 // blueprint's import definitions: required imports must be present, optional
 // ones get their default, data values must match their schema and targets
-// their targetType. targetTypes maps each target import to its Target's type.
-// It returns the values templates see as .imports.
+// their targetType. targetTypes maps each (single) target import to its
+// Target's type. It returns the values templates see as .imports.
 func (b *Blueprint) CompleteImports(values map[string]any, targetTypes map[string]string) (map[string]any, error) {
-	return b.CompleteImportsContext(context.Background(), values, targetTypes)
+	provided := map[string]ProvidedTarget{}
+	for name, typ := range targetTypes {
+		provided[name] = ProvidedTarget{Kind: TypeTarget, Types: map[string]string{"": typ}}
+	}
+	return b.CompleteImportsContext(context.Background(), values, provided)
 }
 
 // CompleteImportsContext is CompleteImports within ctx, whose deadline is
-// the reconcile's.
-func (b *Blueprint) CompleteImportsContext(ctx context.Context, values map[string]any, targetTypes map[string]string) (map[string]any, error) {
+// the reconcile's, for target imports of every kind.
+func (b *Blueprint) CompleteImportsContext(ctx context.Context, values map[string]any, targets map[string]ProvidedTarget) (map[string]any, error) {
 	schemas, err := b.schemas()
 	if err != nil {
 		return nil, err
@@ -54,26 +67,53 @@ func (b *Blueprint) CompleteImportsContext(ctx context.Context, values map[strin
 				continue
 			}
 		}
-		switch def.Type {
-		case TypeTarget:
-			tt, isTarget := targetTypes[def.Name]
-			if !isTarget {
-				return nil, &ImportError{Name: def.Name, Msg: "the blueprint declares a target import, but the installation provides it as data (use spec.imports.targets)"}
+		if IsTargetType(def.Type) {
+			if err := checkTargetImport(def, targets); err != nil {
+				return nil, err
 			}
-			if def.TargetType != "" && tt != def.TargetType {
-				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("target has type %q, the blueprint requires %q", tt, def.TargetType)}
-			}
-		default:
-			if err := schemas.Validate(ctx, importField(def.Name), v); err != nil {
-				return nil, &ImportError{Name: def.Name, Msg: err.Error()}
-			}
+			continue
+		}
+		if err := schemas.Validate(ctx, importField(def.Name), v); err != nil {
+			return nil, &ImportError{Name: def.Name, Msg: err.Error()}
 		}
 	}
 	return out, nil
 }
 
+// checkTargetImport checks that a target import is provided in the kind
+// the blueprint declares, and each of its Targets has the declared type.
+func checkTargetImport(def FieldDefinition, targets map[string]ProvidedTarget) error {
+	p, isTarget := targets[def.Name]
+	if !isTarget {
+		return &ImportError{Name: def.Name, Msg: fmt.Sprintf("the blueprint declares a %s import, but the installation provides it as data (use spec.imports.targets)", def.Type)}
+	}
+	if p.Kind != def.Type {
+		return &ImportError{Name: def.Name, Msg: fmt.Sprintf("the blueprint declares a %s import, but spec.imports.targets provides a %s (%s)", def.Type, p.Kind, targetFieldOf(def.Type))}
+	}
+	if def.TargetType == "" {
+		return nil
+	}
+	for _, member := range sortedKeys(p.Types) {
+		if tt := p.Types[member]; tt != def.TargetType {
+			return &ImportError{Name: def.Name, Msg: fmt.Sprintf("target%s has type %q, the blueprint requires %q", member, tt, def.TargetType)}
+		}
+	}
+	return nil
+}
+
+// targetFieldOf names the fields of a target import that provide a kind.
+func targetFieldOf(kind string) string {
+	switch kind {
+	case TypeTargetList:
+		return "a targetList is given by targets or targetListRef"
+	case TypeTargetMap:
+		return "a targetMap is given by targetMap or targetMapRef"
+	}
+	return "a target is given by target"
+}
+
 func specList(typ string) string {
-	if typ == TypeTarget {
+	if IsTargetType(typ) {
 		return "targets"
 	}
 	return "data"
@@ -131,13 +171,9 @@ func source(ex Execution) tmpl.Source {
 
 // renderedItem is one deploy item as a deploy execution writes it.
 type renderedItem struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Target *struct {
-		Import    string `json:"import,omitempty"`
-		Name      string `json:"name,omitempty"`
-		Namespace string `json:"namespace,omitempty"`
-	} `json:"target,omitempty"`
+	Name      string               `json:"name"`
+	Type      string               `json:"type"`
+	Target    *itemTarget          `json:"target,omitempty"`
 	Labels    map[string]string    `json:"labels,omitempty"`
 	Config    runtime.RawExtension `json:"config"`
 	DependsOn []string             `json:"dependsOn,omitempty"`
@@ -145,15 +181,15 @@ type renderedItem struct {
 }
 
 // DeployItems runs the deploy executions and returns the execution's items.
-// targetNames maps target import names to the Target objects they resolve to,
+// targetNames maps target imports to the Target objects they resolve to,
 // so `target: {import: cluster}` becomes a reference to that Target.
 func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]string) ([]lsv1alpha1.DeployItemTemplate, error) {
-	return b.DeployItemsContext(context.Background(), values, targetNames)
+	return b.DeployItemsContext(context.Background(), values, ImportedTargets{Single: targetNames})
 }
 
-// DeployItemsContext is DeployItems within ctx: every render stops at ctx's
-// deadline, the reconcile's.
-func (b *Blueprint) DeployItemsContext(ctx context.Context, values map[string]any, targetNames map[string]string) ([]lsv1alpha1.DeployItemTemplate, error) {
+// DeployItemsContext is DeployItems within ctx, for target imports of every
+// kind: every render stops at ctx's deadline, the reconcile's.
+func (b *Blueprint) DeployItemsContext(ctx context.Context, values map[string]any, targets ImportedTargets) ([]lsv1alpha1.DeployItemTemplate, error) {
 	var items []lsv1alpha1.DeployItemTemplate
 	seen := map[string]string{}
 	for _, ex := range b.DeployExecutions {
@@ -178,9 +214,9 @@ func (b *Blueprint) DeployItemsContext(ctx context.Context, values map[string]an
 			if ri.Target != nil {
 				switch {
 				case ri.Target.Import != "":
-					name, ok := targetNames[ri.Target.Import]
-					if !ok {
-						return nil, fmt.Errorf("execution %q (%s): deploy item %q: target import %q is not a target import of this installation", ex.Name, ex.File, ri.Name, ri.Target.Import)
+					name, err := targets.resolve(ri.Target)
+					if err != nil {
+						return nil, fmt.Errorf("execution %q (%s): deploy item %q: %w", ex.Name, ex.File, ri.Name, err)
 					}
 					it.Target = &lsv1alpha1.ObjectReference{Name: name}
 				case ri.Target.Name != "":

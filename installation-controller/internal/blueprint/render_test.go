@@ -223,7 +223,7 @@ func TestSubinstallationImportsMustBeProvided(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkErr(t, CheckSubinstallationImports(subs, []string{"region"}, []string{"cluster"}), tc.want)
+			checkErr(t, CheckSubinstallationImports(subs, []string{"region"}, []string{"cluster"}, nil), tc.want)
 		})
 	}
 }

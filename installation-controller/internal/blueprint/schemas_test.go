@@ -104,7 +104,7 @@ func TestRendersStopAtTheReconcileDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	const long = "deployItems: []\n{{ range until 10000 }}{{ range until 400 }}{{ end }}{{ end }}"
-	_, err := execBlueprint(t, "deployExecutions", long).DeployItemsContext(ctx, nil, nil)
+	_, err := execBlueprint(t, "deployExecutions", long).DeployItemsContext(ctx, nil, ImportedTargets{})
 	if !errors.Is(err, tmpl.ErrRenderDeadline) {
 		t.Fatalf("error %v, want the reconcile's deadline", err)
 	}

@@ -32,6 +32,10 @@ type valueKind string
 const (
 	kindData   valueKind = "data"
 	kindTarget valueKind = "target"
+	// A whole targetList or targetMap import of the parent (targetListRef,
+	// targetMapRef): only the parent provides one.
+	kindTargetList valueKind = TypeTargetList
+	kindTargetMap  valueKind = TypeTargetMap
 )
 
 type valueRef struct {
@@ -64,7 +68,7 @@ func (b *Blueprint) checkSubinstallations(subs []InstallationTemplate) error {
 	parentImports := map[valueRef]bool{}
 	for _, d := range b.Imports {
 		kind := kindData
-		if d.Type == TypeTarget {
+		if IsTargetType(d.Type) {
 			kind = kindTarget
 		}
 		parentImports[valueRef{kind, d.Name}] = true
@@ -103,7 +107,20 @@ func importRefs(t InstallationTemplate) []valueRef {
 		}
 	}
 	for _, tg := range t.Imports.Targets {
-		refs = append(refs, valueRef{kindTarget, tg.Target})
+		switch {
+		case tg.Target != "":
+			refs = append(refs, valueRef{kindTarget, tg.Target})
+		case tg.TargetListReference != "":
+			refs = append(refs, valueRef{kindTargetList, tg.TargetListReference})
+		case tg.TargetMapReference != "":
+			refs = append(refs, valueRef{kindTargetMap, tg.TargetMapReference})
+		}
+		for _, name := range tg.Targets {
+			refs = append(refs, valueRef{kindTarget, name})
+		}
+		for _, key := range sortedKeys(tg.TargetMap) {
+			refs = append(refs, valueRef{kindTarget, tg.TargetMap[key]})
+		}
 	}
 	return refs
 }
@@ -194,13 +211,16 @@ func cycleError(path []string, refs []valueRef, start string) error {
 // (Landscaper: a sub-installation's imports are its parent's imports or its
 // siblings' exports). Secret and ConfigMap imports are not in the context and
 // are not checked.
-func CheckSubinstallationImports(subs []InstallationTemplate, dataImports, targetImports []string) error {
+func CheckSubinstallationImports(subs []InstallationTemplate, dataImports, targetImports []string, targetGroups map[string]string) error {
 	provided := map[valueRef]string{}
 	for _, n := range dataImports {
 		provided[valueRef{kindData, n}] = "parent"
 	}
 	for _, n := range targetImports {
 		provided[valueRef{kindTarget, n}] = "parent"
+	}
+	for n, kind := range targetGroups {
+		provided[valueRef{valueKind(kind), n}] = "parent"
 	}
 	for _, t := range subs {
 		for _, ref := range exportRefs(t) {
@@ -212,11 +232,30 @@ func CheckSubinstallationImports(subs []InstallationTemplate, dataImports, targe
 			if _, ok := provided[ref]; ok {
 				continue
 			}
+			if ref.kind == kindTargetList || ref.kind == kindTargetMap {
+				return fmt.Errorf("subinstallation %q imports %s, which is not a %s import of this installation (%s)",
+					t.Name, ref, ref.kind, describeGroups(ref.kind, targetGroups))
+			}
 			return fmt.Errorf("subinstallation %q imports %s, which nothing in the context of its parent provides: it is neither an import of this installation (%s) nor an export of a sibling; import it in this installation or export it from a sibling",
 				t.Name, ref, describeNames(ref.kind, dataImports, targetImports))
 		}
 	}
 	return nil
+}
+
+// describeGroups lists the parent's targetList or targetMap imports.
+func describeGroups(kind valueKind, groups map[string]string) string {
+	var names []string
+	for n, k := range groups {
+		if valueKind(k) == kind {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("it has no %s imports", kind)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("its %s imports are %s", kind, strings.Join(names, ", "))
 }
 
 // describeNames lists the parent's imports of one kind for messages.

@@ -116,7 +116,11 @@ func (r *Reconciler) checkTreeSize(ctx context.Context, inst *lsv1alpha1.Install
 // checkImportCount ends the job of an installation with more imports than
 // allowed, before any is read.
 func (r *Reconciler) checkImportCount(inst *lsv1alpha1.Installation) error {
-	n := len(inst.Spec.Imports.Data) + len(inst.Spec.Imports.Targets)
+	// Each Target of a targetList or targetMap is a read of its own.
+	n := len(inst.Spec.Imports.Data)
+	for _, t := range inst.Spec.Imports.Targets {
+		n += max(1, len(targetRefs(t)))
+	}
 	if n > r.Bounds.MaxImports {
 		return flow.Stalledf(ReasonImportLimit, "the installation has %d imports (data and targets), more than %d, the bound of one installation (%s)",
 			n, r.Bounds.MaxImports, FlagMaxImports)

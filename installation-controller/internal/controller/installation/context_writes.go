@@ -30,7 +30,7 @@ const ReasonExportConflict = "ExportConflict"
 func (r *Reconciler) writeContextImports(ctx context.Context, s *scope, im *imports) error {
 	inst := s.inst
 	for name, v := range im.values {
-		if _, isTarget := im.targets[name]; isTarget {
+		if im.isTarget(name) {
 			continue
 		}
 		w := contextWrite{scope: inst.Name, ref: name, what: fmt.Sprintf("context copy of import %q", name), invalid: ReasonImportInvalid, fresh: s.fresh,
@@ -170,6 +170,10 @@ func noLongerExportedBy(owner *lsv1alpha1.Installation, kind string, obj client.
 // nothing.
 func noLongerImportedBy(owner *lsv1alpha1.Installation, obj client.Object) bool {
 	key := obj.GetAnnotations()[KeyAnnotation]
+	if group, ok := blueprint.GroupOf(key); ok {
+		// A copy of one Target of a targetList or targetMap import.
+		key = group
+	}
 	if obj.GetLabels()[ContextLabel] != labelValue(owner.Name) || key == "" || owner.Spec.Blueprint.Inline == nil {
 		return false
 	}

@@ -24,10 +24,14 @@ type imports struct {
 	// values are what templates see as .imports (data values, and targets as
 	// objects {metadata: {name, namespace}, spec: {...}}).
 	values map[string]any
-	// targets are the imported Target objects by import name.
+	// targets are the imported Target objects by the key of their context
+	// copy: a target import's name, or blueprint.ListMember/MapMember for
+	// the Targets of a targetList or targetMap import.
 	targets map[string]*lsv1alpha1.Target
-	// targetNames maps target imports to the Target object names.
-	targetNames map[string]string
+	// imported maps target imports to the Target object names.
+	imported blueprint.ImportedTargets
+	// groups are the targetList and targetMap imports (name → kind).
+	groups map[string]string
 	// hash identifies the imports (Completing compares it with Init's).
 	hash string
 	// configurations are the Context's configurations (.context in templates).
@@ -47,11 +51,18 @@ type imports struct {
 func (im *imports) dataImportNames() []string {
 	names := make([]string, 0, len(im.values))
 	for name := range im.values {
-		if _, isTarget := im.targets[name]; !isTarget {
+		if !im.isTarget(name) {
 			names = append(names, name)
 		}
 	}
 	return names
+}
+
+// isTarget reports whether import name is a target, targetList or
+// targetMap import.
+func (im *imports) isTarget(name string) bool {
+	_, single := im.targets[name]
+	return single || im.groups[name] != ""
 }
 
 // targetImportNames are the names of the target imports: what
@@ -86,7 +97,8 @@ const (
 // checks the result against the blueprint. Every error of its own is stalled: the job
 // cannot continue without its imports; a user fixes them and starts a new job.
 func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, reads importReads) (*imports, error) {
-	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, targetNames: map[string]string{}, fromSecret: map[string]bool{}}
+	im := &imports{values: map[string]any{}, targets: map[string]*lsv1alpha1.Target{}, groups: map[string]string{}, fromSecret: map[string]bool{},
+		imported: blueprint.ImportedTargets{Single: map[string]string{}, Lists: map[string][]string{}, Maps: map[string]map[string]string{}}}
 	if err := r.checkImportCount(inst); err != nil {
 		return nil, err
 	}
@@ -106,8 +118,8 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 }
 
 // readImports reads every data and target import into im, within the
-// bound on their bytes, and returns the target imports' types.
-func (r *Reconciler) readImports(ctx context.Context, inst *lsv1alpha1.Installation, im *imports, reads importReads) (map[string]string, error) {
+// bound on their bytes, and returns the target imports' kinds and types.
+func (r *Reconciler) readImports(ctx context.Context, inst *lsv1alpha1.Installation, im *imports, reads importReads) (map[string]blueprint.ProvidedTarget, error) {
 	scope := parentName(inst)
 	for _, d := range inst.Spec.Imports.Data {
 		v, err := r.readDataImport(ctx, reads, inst.Namespace, scope, d, im)
@@ -119,34 +131,20 @@ func (r *Reconciler) readImports(ctx context.Context, inst *lsv1alpha1.Installat
 			im.secrets.add(v)
 		}
 	}
-	targetTypes := map[string]string{}
+	provided := map[string]blueprint.ProvidedTarget{}
 	for _, t := range inst.Spec.Imports.Targets {
-		name := ScopedName(scope, t.Target)
-		tgt := &lsv1alpha1.Target{}
-		if err := r.getImport(ctx, reads, client.ObjectKey{Namespace: inst.Namespace, Name: name}, tgt); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, flow.Stalledf(ReasonImportNotFound, "target import %q: Target %s/%s does not exist%s", t.Name, inst.Namespace, name, scopeHint(scope, t.Target))
-			}
+		p, err := r.readTargetImport(ctx, reads, inst, scope, t, im)
+		if err != nil {
 			return nil, err
 		}
-		var size int
-		if tgt.Spec.Config != nil {
-			size = len(tgt.Spec.Config.RawMessage)
-		}
-		if err := r.countImportBytes(im, "target import "+strconv.Quote(t.Name), size); err != nil {
-			return nil, err
-		}
-		im.targets[t.Name] = tgt
-		im.targetNames[t.Name] = tgt.Name
-		targetTypes[t.Name] = tgt.Spec.Type
-		im.values[t.Name] = targetValue(tgt)
+		provided[t.Name] = p
 	}
-	return targetTypes, nil
+	return provided, nil
 }
 
 // mapAndComplete applies the import data mappings, then completes and
 // checks the imports against the blueprint, and hashes them.
-func (im *imports) mapAndComplete(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, targetTypes map[string]string) error {
+func (im *imports) mapAndComplete(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, targetTypes map[string]blueprint.ProvidedTarget) error {
 	rctx, cancel := renderContext(ctx)
 	defer cancel()
 	if len(inst.Spec.ImportDataMappings) > 0 {

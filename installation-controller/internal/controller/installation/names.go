@@ -111,7 +111,9 @@ func importKeys(inst *lsv1alpha1.Installation) []string {
 		}
 	}
 	for _, t := range inst.Spec.Imports.Targets {
-		keys = append(keys, targetKey(ScopedName(ctx, t.Target)))
+		for _, ref := range targetRefs(t) {
+			keys = append(keys, targetKey(ScopedName(ctx, ref)))
+		}
 	}
 	return keys
 }
@@ -154,4 +156,17 @@ func indexParent(o client.Object) []string {
 		return []string{p}
 	}
 	return nil
+}
+
+// targetRefs are the Targets a target import names: one, or those of a
+// targetList or targetMap.
+func targetRefs(t lsv1alpha1.TargetImport) []string {
+	refs := append([]string(nil), t.Targets...)
+	if t.Target != "" {
+		refs = append(refs, t.Target)
+	}
+	for _, ref := range t.TargetMap {
+		refs = append(refs, ref)
+	}
+	return refs
 }

@@ -107,7 +107,7 @@ func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *bl
 		"context":      im.configurations,
 		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
 	}
-	items, err := bp.DeployItemsContext(ctx, values, im.targetNames)
+	items, err := bp.DeployItemsContext(ctx, values, im.imported)
 	if err != nil {
 		return nil, nil, templateFailure(err)
 	}
@@ -115,7 +115,8 @@ func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *bl
 	if err != nil {
 		return nil, nil, templateFailure(err)
 	}
-	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames()); err != nil {
+	expandGroupRefs(templates, im)
+	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames(), im.groups); err != nil {
 		return nil, nil, templateFailure(err)
 	}
 	return items, templates, nil

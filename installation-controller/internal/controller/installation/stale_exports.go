@@ -138,7 +138,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, inst *lsv1alpha1.Installat
 func contextCopyKeys(inst *lsv1alpha1.Installation, im *imports) sets.Set[string] {
 	keep := sets.New[string]()
 	for name := range im.values {
-		if _, isTarget := im.targets[name]; !isTarget {
+		if !im.isTarget(name) {
 			keep.Insert(dataKey(ScopedName(inst.Name, name)))
 		}
 	}
