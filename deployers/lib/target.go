@@ -3,6 +3,7 @@ package lib
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,7 +79,7 @@ func (r *Reconciler) resolveTarget(ctx context.Context, s *scope) (bool, error) 
 	// DuringResponsibilityCheck hook may still make the deployer responsible,
 	// and the deployer then gets the item's Target like any other.
 	s.target = target
-	if r.opts.TargetType != "" && target.Spec.Type != r.opts.TargetType {
+	if r.opts.TargetType != "" && !SameTargetType(target.Spec.Type, r.opts.TargetType) {
 		s.targetErr = ConfigError(ReasonTargetType, "Target %s/%s has type %q; deploy items of type %s need type %q", target.Namespace, target.Name, target.Spec.Type, r.opts.Type, r.opts.TargetType)
 	}
 	return r.opts.TargetSelector.Matches(target), nil
@@ -106,3 +107,17 @@ func (r *Reconciler) checkContext(ctx context.Context, s *scope) (flow.Result, e
 // because its Target does not exist.
 var missingTargetHint = fmt.Sprintf("; create it, then retry with the annotation %s: %s (or let the next job of the item's execution pick it up)",
 	lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
+
+// FullTargetType returns a Target type with its group: a short type without
+// one (e.g. kubernetes-cluster) is Landscaper's
+// (landscaper.gardener.cloud/kubernetes-cluster).
+func FullTargetType(t string) string {
+	if t == "" || strings.Contains(t, "/") {
+		return t
+	}
+	return lsv1alpha1.GroupName + "/" + t
+}
+
+// SameTargetType reports whether two Target types name the same type, the
+// short and the full form of a Landscaper type alike.
+func SameTargetType(a, b string) bool { return FullTargetType(a) == FullTargetType(b) }

@@ -99,7 +99,7 @@ func (o TargetClientOptions) Guard(ctx context.Context, cfg *rest.Config) error 
 	if _, err := o.checkedAddrs(ctx, net.JoinHostPort(u.Hostname(), port)); err != nil {
 		return err
 	}
-	cfg.Timeout = o.RequestTimeout
+	o.Bound(cfg)
 	dialer := &net.Dialer{Timeout: min(targetDialTimeout, o.RequestTimeout)}
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		addrs, err := o.checkedAddrs(ctx, addr)
@@ -116,11 +116,20 @@ func (o TargetClientOptions) Guard(ctx context.Context, cfg *rest.Config) error 
 		}
 		return nil, errors.Join(errs...)
 	}
+	return nil
+}
+
+// Bound makes cfg keep the time and size bounds (each request times out,
+// each response body is capped after decompression) without checking its
+// address: for a connection the deployer itself configured, such as a self
+// target's to its own cluster.
+func (o TargetClientOptions) Bound(cfg *rest.Config) {
+	o.setDefaults()
+	cfg.Timeout = o.RequestTimeout
 	limit := o.MaxResponseBytes
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &cappedTransport{next: rt, limit: limit}
 	})
-	return nil
 }
 
 // checkedAddrs resolves addr (host:port) and returns the addresses to dial,

@@ -150,7 +150,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	d := &deployer{
 		client:     mgr.GetClient(),
 		fieldOwner: opts.Name,
-		targets:    &targetClients{reader: mgr.GetAPIReader(), guard: opts.TargetClients},
+		targets:    newTargetClients(mgr, opts.TargetClients),
 		charts:     newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader()),
 		maxHistory: opts.MaxReleaseHistory,
 	}

@@ -87,7 +87,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		client:     mgr.GetClient(),
 		fieldOwner: opts.Name,
 		hooks:      hooks,
-		targets:    &targetClients{reader: mgr.GetAPIReader(), guard: opts.TargetClients},
+		targets:    newTargetClients(mgr, opts.TargetClients),
 		minEvery:   opts.MinContinuousReconcileInterval,
 	}
 	return lib.AddToManager(mgr, d, lib.Options{
