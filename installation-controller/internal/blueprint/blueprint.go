@@ -222,6 +222,9 @@ func parseFields(n *yaml.Node, imports bool) ([]FieldDefinition, error) {
 		if rf.Name == "" {
 			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "an import or export needs a name")
 		}
+		if _, nested := rf.Extra["imports"]; nested {
+			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "import %q has nested imports (conditional imports), which Terrace does not support", rf.Name)
+		}
 		fd := FieldDefinition{Name: rf.Name, Type: rf.Type, Schema: rf.Schema, TargetType: rf.TargetType, Required: imports}
 		if fd.Type == "" {
 			// Landscaper's older format has no type: a targetType marks a target.
