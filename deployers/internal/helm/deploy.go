@@ -77,7 +77,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	if err := setProviderStatus(req.Item, managedResources(rel, g.mapper)); err != nil {
 		return lib.Result{}, err
 	}
-	deployed, err := manifestObjects(rel.Manifest, rel.Namespace, g.mapper)
+	deployed, err := manifestObjects(rel.Manifest, rel.Namespace, ap.Mapper)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -88,7 +88,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 // applyRendered renders the chart and applies its objects as the manifest
 // deployer does (helmDeployment: false): no Helm release is kept.
 func applyRendered(ctx context.Context, req *lib.Request, g *targetGetter, ap *manifest.Applier, cfg *config, set *manifest.ObjectSet, ch *chart.Chart) (lib.Result, error) {
-	objs, err := render(g, cfg, ch, req.Log)
+	objs, err := render(g, ap.Mapper, cfg, ch, req.Log)
 	if err != nil {
 		return lib.Result{}, err
 	}

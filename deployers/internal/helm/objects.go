@@ -15,7 +15,9 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
@@ -28,7 +30,7 @@ import (
 // Kubernetes version and API versions as capabilities, and returns its
 // objects (CRDs of crds/ included; hooks are not rendered into objects).
 // Namespaced objects without a namespace go into the release namespace.
-func render(g *targetGetter, cfg *config, ch *chart.Chart, log logr.Logger) ([]manifest.SetObject, error) {
+func render(g *targetGetter, mapper meta.RESTMapper, cfg *config, ch *chart.Chart, log logr.Logger) ([]manifest.SetObject, error) {
 	i := action.NewInstall(&action.Configuration{Log: func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }})
 	i.ReleaseName, i.Namespace = cfg.spec.Name, cfg.spec.Namespace
 	i.DryRun, i.ClientOnly, i.IncludeCRDs, i.Replace = true, true, true, true
@@ -45,7 +47,7 @@ func render(g *targetGetter, cfg *config, ch *chart.Chart, log logr.Logger) ([]m
 	if err != nil {
 		return nil, releaseError("template", cfg, err)
 	}
-	objs, err := manifestObjects(rel.Manifest, rel.Namespace, g.mapper)
+	objs, err := manifestObjects(rel.Manifest, rel.Namespace, mapper)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,9 @@ func helmStatus(managed []manifestv1alpha2.ManagedResourceStatus) ([]byte, error
 }
 
 // objectClients keeps a controller-runtime client per target connection,
-// for the manifest deployer's machinery.
+// for the manifest deployer's machinery. Its REST mapper learns kinds the
+// target starts serving (a chart's CRDs), which Helm's cached discovery
+// does not.
 type objectClients struct {
 	mu      sync.Mutex
 	clients map[*targetGetter]client.Client
@@ -139,7 +143,7 @@ func (d *deployer) applier(g *targetGetter) (*manifest.Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &manifest.Applier{Host: d.client, FieldOwner: d.fieldOwner, Target: c, Mapper: g.mapper}, nil
+	return &manifest.Applier{Host: d.client, FieldOwner: d.fieldOwner, Target: c, Mapper: c.RESTMapper()}, nil
 }
 
 func (oc *objectClients) forGetter(g *targetGetter) (client.Client, error) {
@@ -148,7 +152,15 @@ func (oc *objectClients) forGetter(g *targetGetter) (client.Client, error) {
 	if c, ok := oc.clients[g]; ok {
 		return c, nil
 	}
-	c, err := client.New(g.cfg, client.Options{Mapper: g.mapper})
+	hc, err := rest.HTTPClientFor(g.cfg)
+	if err != nil {
+		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("connecting to the target cluster: %w", err))
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(g.cfg, hc)
+	if err != nil {
+		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("connecting to the target cluster: %w", err))
+	}
+	c, err := client.New(g.cfg, client.Options{HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("connecting to the target cluster: %w", err))
 	}

@@ -3,8 +3,10 @@ package helm_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,11 +29,16 @@ import (
 	"github.com/terrace-dev/terrace/kit/status"
 )
 
-// chartOf builds a chart "objs" of the given templates as an inline archive.
+// chartOf builds a chart "objs" of the given templates (files under
+// crds/ are CRDs) as an inline archive.
 func chartOf(t *testing.T, templates map[string]string) map[string]any {
 	t.Helper()
 	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "objs", Version: "0.1.0"}, Values: map[string]any{}}
 	for name, text := range templates {
+		if strings.HasPrefix(name, "crds/") {
+			ch.Files = append(ch.Files, &chart.File{Name: name, Data: []byte(text)})
+			continue
+		}
 		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(text)})
 	}
 	path, err := chartutil.Save(ch, t.TempDir())
@@ -126,6 +134,62 @@ func TestRenderedObjectsLifecycle(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
 	g.Eventually(greeting(g, ns, "plain-cm"), timeout, interval).Should(BeEmpty())
 	g.Eventually(func() bool { return secretExists(ns, lib.ExportSecretName(di)) }, timeout, interval).Should(BeFalse())
+}
+
+// TestRenderedCRDAndItsObject: the chart's CRDs (crds/) are applied with
+// the objects, before an object of their kind, which waits until the
+// target serves it; deleting the item deletes both.
+func TestRenderedCRDAndItsObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	group := ns + ".example.com"
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.` + group + `}
+spec:
+  group: ` + group + `
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	widget := `apiVersion: ` + group + `/v1
+kind: Widget
+metadata: {name: w}
+spec: {size: 3}
+`
+	di := createItem(g, ns, "crd", providerConfig(map[string]any{
+		"chart": chartOf(t, map[string]string{"crds/widget.yaml": crd, "widget.yaml": widget}), "name": "crd", "namespace": ns,
+		"helmDeployment": false,
+	}))
+	g.Eventually(func() string {
+		cur := get(g, di)()
+		return fmt.Sprintf("%s %s %+v", cur.Status.Phase, readyMessage(cur), cur.Status.LastError)
+	}, timeout, interval).Should(HavePrefix("Succeeded"))
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion(group + "/v1")
+	w.SetKind("Widget")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, w)).To(Succeed(), "in the release namespace")
+	g.Expect(string(get(g, di)().Status.ProviderStatus.Raw)).To(ContainSubstring(`"kind":"CustomResourceDefinition","name":"widgets.` + group + `"`))
+
+	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
+	g.Eventually(func() string {
+		cur := &lsv1alpha1.DeployItem{}
+		if env.Client.Get(ctx, client.ObjectKeyFromObject(di), cur) != nil {
+			return "gone"
+		}
+		return fmt.Sprintf("%s %s %+v", cur.Status.Phase, readyMessage(cur), cur.Status.LastError)
+	}, timeout, interval).Should(Equal("gone"))
+	crdObj := &unstructured.Unstructured{}
+	crdObj.SetAPIVersion("apiextensions.k8s.io/v1")
+	crdObj.SetKind("CustomResourceDefinition")
+	err := env.Client.Get(ctx, client.ObjectKey{Name: "widgets." + group}, crdObj)
+	g.Expect(err != nil || crdObj.GetDeletionTimestamp() != nil).To(BeTrue(), "the CRD is deleted with the item")
 }
 
 // modes are the two ways of deploying a chart.
