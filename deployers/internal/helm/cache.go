@@ -24,6 +24,8 @@ type chartCache struct {
 	archive map[string]*list.Element
 	aliases map[string]cacheAlias
 	now     func() time.Time
+	// disk is the second level (--chart-cache-dir), or nil.
+	disk *diskCache
 }
 
 type cachedArchive struct {
@@ -46,31 +48,47 @@ func archiveDigest(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// get returns the archive of digest, if cached.
+// get returns the archive of digest, if cached in memory or on disk.
 func (c *chartCache) get(digest string) ([]byte, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e, ok := c.archive[digest]
-	if !ok {
+	if ok {
+		c.order.MoveToFront(e)
+		c.mu.Unlock()
+		return e.Value.(*cachedArchive).data, true
+	}
+	c.mu.Unlock()
+	if c.disk == nil {
 		return nil, false
 	}
-	c.order.MoveToFront(e)
-	return e.Value.(*cachedArchive).data, true
+	data, ok := c.disk.get(digest)
+	if ok {
+		c.putMemory(digest, data)
+	}
+	return data, ok
 }
 
 // put caches data and returns its digest; an archive larger than the
 // whole cache is not kept.
 func (c *chartCache) put(data []byte) string {
 	digest := archiveDigest(data)
+	c.putMemory(digest, data)
+	if c.disk != nil {
+		c.disk.put(digest, data)
+	}
+	return digest
+}
+
+func (c *chartCache) putMemory(digest string, data []byte) {
 	size := int64(len(data))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.archive[digest]; ok {
 		c.order.MoveToFront(e)
-		return digest
+		return
 	}
 	if size > c.limit {
-		return digest
+		return
 	}
 	for c.used+size > c.limit {
 		oldest := c.order.Back()
@@ -81,7 +99,6 @@ func (c *chartCache) put(data []byte) string {
 	}
 	c.archive[digest] = c.order.PushFront(&cachedArchive{digest: digest, data: data})
 	c.used += size
-	return digest
 }
 
 // lookup returns the archive a name led to, if the name is remembered,

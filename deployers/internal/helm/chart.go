@@ -40,13 +40,21 @@ type chartSource struct {
 	secrets  client.Reader
 }
 
-func newChartSource(opts ChartSourceOptions, contexts, secrets client.Reader) *chartSource {
+func newChartSource(opts ChartSourceOptions, contexts, secrets client.Reader) (*chartSource, error) {
 	opts.setDefaults()
-	return &chartSource{
+	cs := &chartSource{
 		opts: opts, contexts: contexts, secrets: secrets,
 		cache:   newChartCache(opts.CacheBytes),
 		indexes: newIndexCache(opts.RepoIndexTTL, opts.RepoIndexCacheBytes),
 	}
+	if opts.CacheDir != "" {
+		disk, err := openDiskCache(opts.CacheDir, opts.CacheDirBytes)
+		if err != nil {
+			return nil, err
+		}
+		cs.cache.disk = disk
+	}
+	return cs, nil
 }
 
 // load returns the chart the configuration names. Every error names the

@@ -12,7 +12,10 @@ import (
 // PullWithPullSecrets pulls the OCI chart ref for item with a fresh chart
 // source, the item's Context naming the given registry pull secrets.
 func PullWithPullSecrets(ctx context.Context, c client.Client, opts ChartSourceOptions, item *lsv1alpha1.DeployItem, pullSecrets []string, ref string) (*chart.Chart, error) {
-	cs := newChartSource(opts, c, c)
+	cs, err := newChartSource(opts, c, c)
+	if err != nil {
+		return nil, err
+	}
 	creds, err := cs.credentialsOf(ctx, item)
 	if err != nil {
 		return nil, err

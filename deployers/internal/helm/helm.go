@@ -31,6 +31,7 @@ const (
 	DefaultMaxRepoIndexBytes      = 32 << 20
 	DefaultRepoIndexCacheBytes    = 64 << 20
 	DefaultRepoIndexTTL           = time.Minute
+	DefaultChartCacheDirBytes     = 1 << 30
 )
 
 // Options configure the helm deployer. The zero value is usable.
@@ -75,6 +76,11 @@ type ChartSourceOptions struct {
 	// CacheBytes is the memory the chart cache keeps archives in
 	// (--chart-cache-bytes); least recently used archives leave first.
 	CacheBytes int64
+	// CacheDir, when set, keeps cached archives on disk too, as files
+	// named by their digest (--chart-cache-dir): they survive a restart.
+	CacheDir string
+	// CacheDirBytes bounds the files in CacheDir (--chart-cache-dir-bytes).
+	CacheDirBytes int64
 	// MaxRepoIndexBytes caps a chart repository's index.yaml
 	// (--max-chart-repo-index-bytes).
 	MaxRepoIndexBytes int64
@@ -96,6 +102,9 @@ func (o *ChartSourceOptions) setDefaults() {
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultChartCacheBytes
+	}
+	if o.CacheDirBytes <= 0 {
+		o.CacheDirBytes = DefaultChartCacheDirBytes
 	}
 	if o.MaxRepoIndexBytes <= 0 {
 		o.MaxRepoIndexBytes = DefaultMaxRepoIndexBytes
@@ -130,6 +139,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 func (o *Options) bindChartCacheFlags(fs *pflag.FlagSet) {
 	fs.Var(byteQuantity{&o.Charts.CacheBytes}, "chart-cache-bytes",
 		"The memory the chart cache keeps archives in, e.g. 64Mi; a chart fetched once is served from it to every item that names the same content.")
+	fs.StringVar(&o.Charts.CacheDir, "chart-cache-dir", o.Charts.CacheDir,
+		"A directory where the chart cache keeps archives too, named by their digest, so that they survive a restart; empty: memory only.")
+	fs.Var(byteQuantity{&o.Charts.CacheDirBytes}, "chart-cache-dir-bytes",
+		"The disk the archives in --chart-cache-dir may take, e.g. 1Gi; least recently used ones are removed first.")
 	fs.Var(byteQuantity{&o.Charts.MaxRepoIndexBytes}, "max-chart-repo-index-bytes",
 		"The largest index.yaml of a chart repository the deployer reads, e.g. 32Mi; a larger one fails the item.")
 	fs.Var(byteQuantity{&o.Charts.RepoIndexCacheBytes}, "chart-repo-index-cache-bytes",
@@ -147,11 +160,15 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.MaxReleaseHistory <= 0 {
 		opts.MaxReleaseHistory = DefaultMaxReleaseHistory
 	}
+	charts, err := newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
 	d := &deployer{
 		client:     mgr.GetClient(),
 		fieldOwner: opts.Name,
 		targets:    newTargetClients(mgr, opts.TargetClients),
-		charts:     newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader()),
+		charts:     charts,
 		maxHistory: opts.MaxReleaseHistory,
 	}
 	return lib.AddToManager(mgr, d, lib.Options{
