@@ -335,3 +335,23 @@ func TestTargetImportWithTwoSourcesIsRefusedAtApply(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("a target import needs exactly one of target, targets, targetListRef, targetMap, targetMapRef")))
 	}
 }
+
+// An empty targetList (targets: []) satisfies a required targetList import,
+// as in Landscaper: the templates see an empty list, and a
+// sub-installation given it by targetListRef gets an empty list too.
+func TestEmptyTargetListIsAListOfNone(t *testing.T) {
+	ns, g := setup(t)
+	createClusters(g, ns, "blue")
+	inst := newInstallation(ns, "root", forwardingBlueprint, reconcileAnnotation...)
+	inst.Spec.Imports.Targets = []lsv1alpha1.TargetImport{
+		{Name: "clusters", Targets: []string{}},
+		{Name: "clustermap", TargetMap: map[string]string{"b": "blue"}}}
+	create(g, inst)
+	succeeded(g, ns, "root")
+
+	sub, err := getInst(ns, installation.SubInstallationName("root", "all"))()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sub.Spec.Imports.Targets).To(ContainElement(lsv1alpha1.TargetImport{Name: "also-my-targets", Targets: []string{}}))
+	_, all := itemTargets(g, ns, installation.SubInstallationName("root", "all"))
+	g.Expect(all).To(Equal(map[string]any{"map-b": "cluster blue"}))
+}
