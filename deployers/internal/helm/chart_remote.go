@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -111,11 +112,14 @@ func (cs *chartSource) download(ctx context.Context, field string, u *url.URL, a
 func downloadError(field, ref string, err error) error {
 	var refused *refusedAddressError
 	var large *tooLargeError
+	var untrusted *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &refused):
 		return lib.ConfigError(ReasonChartPullFailed, "%s %q: %v", field, ref, refused)
 	case errors.As(err, &large):
 		return lib.ConfigError(ReasonInvalidChart, "%s %q: %v", field, ref, large)
+	case errors.As(err, &untrusted):
+		return lib.ConfigError(ReasonChartPullFailed, "%s %q: the server's certificate is not trusted: %v; the CA of a server with a certificate of its own CA goes into customCAData of the Context's helmChartRepoCredentials", field, ref, untrusted.Err)
 	}
 	return lib.TransientError(ReasonChartPullFailed, fmt.Errorf("%s %q: downloading: %w", field, ref, err))
 }

@@ -128,9 +128,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
 		"How many revisions of a release Helm keeps on the target cluster (release Secrets); older ones are deleted on upgrade.")
 	fs.Var(byteQuantity{&o.Charts.MaxChartBytes}, "max-chart-bytes",
-		"The largest chart archive the deployer accepts, e.g. 10Mi: inline (chart.archive.raw, decoded) or downloaded (each registry response); a larger one fails the item.")
+		"The largest chart archive the deployer accepts, e.g. 10Mi: inline (chart.archive.raw, decoded) or downloaded (each registry or chart server response); a larger one fails the item.")
 	fs.DurationVar(&o.Charts.RequestTimeout, "registry-request-timeout", o.Charts.RequestTimeout,
-		"How long one request to a chart registry may take, reading the response included.")
+		"How long one request to a chart registry, chart repository or archive URL may take, reading the response included.")
 	fs.BoolVar(&o.Charts.AllowLoopback, "allow-loopback-registries", o.Charts.AllowLoopback,
 		"Let chart references name registries and chart servers on loopback addresses (127.0.0.0/8, ::1, localhost), registries spoken to in plain HTTP: for local environments and tests.")
 	o.bindChartCacheFlags(fs)
