@@ -355,3 +355,37 @@ func TestEmptyTargetListIsAListOfNone(t *testing.T) {
 	_, all := itemTargets(g, ns, installation.SubInstallationName("root", "all"))
 	g.Expect(all).To(Equal(map[string]any{"map-b": "cluster blue"}))
 }
+
+// A target list that shrinks between jobs: the sub-installation of the
+// dropped Target goes (uninstalling with the context copy it deployed to),
+// then the copy goes too; deleting the root leaves no copy behind.
+func TestShrunkTargetListDropsItsSubInstallationAndCopy(t *testing.T) {
+	ns, g := setup(t)
+	ctx := context.Background()
+	createClusters(g, ns, "red", "green")
+	inst := newInstallation(ns, "root", forwardingBlueprint, reconcileAnnotation...)
+	inst.Spec.Imports.Targets = []lsv1alpha1.TargetImport{
+		{Name: "clusters", Targets: []string{"red", "green"}},
+		{Name: "clustermap", TargetMap: map[string]string{"r": "red"}}}
+	create(g, inst)
+	succeeded(g, ns, "root")
+	targets, _ := itemTargets(g, ns, installation.SubInstallationName("root", "one-1"))
+	copyName := targets["item"]
+
+	rerun(g, ns, "root", func(i *lsv1alpha1.Installation) { i.Spec.Imports.Targets[0].Targets = []string{"red"} })
+	g.Expect(gone(getInst(ns, installation.SubInstallationName("root", "one-1")))()).To(BeTrue())
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copyName}, &lsv1alpha1.Target{})
+	g.Expect(err).To(MatchError(ContainSubstring("not found")), "the copy of clusters[1]")
+	_, all := itemTargets(g, ns, installation.SubInstallationName("root", "all"))
+	g.Expect(all).To(Equal(map[string]any{"list-0": "cluster red", "map-r": "cluster red"}))
+
+	root, err := getInst(ns, "root")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, root)).To(Succeed())
+	g.Eventually(gone(getInst(ns, "root")), timeout, interval).Should(BeTrue())
+	g.Eventually(func() ([]lsv1alpha1.Target, error) {
+		l := &lsv1alpha1.TargetList{}
+		err := env.Client.List(ctx, l, client.InNamespace(ns), client.HasLabels{installation.ContextLabel})
+		return l.Items, err
+	}, timeout, interval).Should(BeEmpty())
+}
