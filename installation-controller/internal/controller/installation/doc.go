@@ -14,7 +14,8 @@
 // delete_ignore_successors.go and delete_without_uninstall.go. What the
 // phases write: sub_objects_sync.go (the execution and the
 // sub-installations), context_writes.go (import copies for the
-// sub-installations), exports.go; hand_deleted.go and deleted_during_job.go
+// sub-installations), exports.go. What Init reads: imports.go, and
+// target_imports.go (targets, target lists and maps); hand_deleted.go and deleted_during_job.go
 // say what happens when a sub-object or the installation is deleted during a
 // job. installation_status.go turns a phase's outcome into the status.
 //
