@@ -34,6 +34,8 @@ type chartSource struct {
 	opts    ChartSourceOptions
 	cache   *chartCache
 	indexes *indexCache
+	// fetches joins concurrent downloads of one archive.
+	fetches flightGroup
 	// contexts reads Contexts (the manager's cache); secrets reads Secrets
 	// (and Contexts the cache does not hold yet) from the API server.
 	contexts client.Reader
@@ -154,19 +156,23 @@ func (cs *chartSource) pull(ctx context.Context, creds *itemCredentials, ref str
 	if data, ok := cs.cache.lookup(manifestKey(desc.Digest.String())); ok {
 		return loadArchive(field, ref, data)
 	}
-	res, err := rc.Pull(ref)
-	if err != nil {
-		return nil, cs.pullError(field, ref, err)
-	}
-	if int64(len(res.Chart.Data)) > cs.opts.MaxChartBytes {
-		return nil, cs.tooLarge(field)
-	}
-	ch, err := loadArchive(field, ref, res.Chart.Data)
+	// The manifest names the content, which the item may read: items
+	// resolving to the same manifest share one pull.
+	data, err := cs.fetches.do(ctx, manifestKey(desc.Digest.String()), func() ([]byte, error) {
+		res, err := rc.Pull(ref)
+		if err != nil {
+			return nil, cs.pullError(field, ref, err)
+		}
+		if int64(len(res.Chart.Data)) > cs.opts.MaxChartBytes {
+			return nil, cs.tooLarge(field)
+		}
+		cs.cache.remember(manifestKey(res.Manifest.Digest), cs.cache.put(res.Chart.Data), 0)
+		return res.Chart.Data, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	cs.cache.remember(manifestKey(res.Manifest.Digest), cs.cache.put(res.Chart.Data), 0)
-	return ch, nil
+	return loadArchive(field, ref, data)
 }
 
 // manifestKey is the cache name of an OCI manifest: it names its content,

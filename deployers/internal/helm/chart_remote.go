@@ -43,19 +43,22 @@ func (cs *chartSource) fetchArchive(ctx context.Context, creds *itemCredentials,
 	if data, ok := cs.cache.lookup(key); ok {
 		return loadArchive(field, u.String(), data)
 	}
-	data, err := cs.download(ctx, field, u, a, cs.opts.MaxChartBytes, "max-chart-bytes")
+	// Items with the same credential for u share one download.
+	data, err := cs.fetches.do(ctx, key, func() ([]byte, error) {
+		data, err := cs.download(ctx, field, u, a, cs.opts.MaxChartBytes, "max-chart-bytes")
+		if err != nil {
+			return nil, err
+		}
+		if got := archiveDigest(data); digest != "" && got != digest {
+			return nil, lib.ConfigError(ReasonInvalidChart, "%s %q: the archive's digest %s is not the one the repository index lists (%s)", field, u, got, digest)
+		}
+		cs.cache.remember(key, cs.cache.put(data), cs.opts.RepoIndexTTL)
+		return data, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if got := archiveDigest(data); digest != "" && got != digest {
-		return nil, lib.ConfigError(ReasonInvalidChart, "%s %q: the archive's digest %s is not the one the repository index lists (%s)", field, u, got, digest)
-	}
-	ch, err := loadArchive(field, u.String(), data)
-	if err != nil {
-		return nil, err
-	}
-	cs.cache.remember(key, cs.cache.put(data), cs.opts.RepoIndexTTL)
-	return ch, nil
+	return loadArchive(field, u.String(), data)
 }
 
 // parseChartURL accepts an absolute http(s) URL.
