@@ -10,42 +10,48 @@ import (
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 )
 
-// continuousReconcileHook reconciles a Succeeded item again every
-// spec.config.continuousReconcile.every, as the manifest deployer does
-// (manifest.EveryHook): the release is upgraded if it drifted from the
-// chart and values, rendered objects are applied again.
+// continuousReconcileHook reconciles a Succeeded item again on the
+// schedule of spec.config.continuousReconcile (every or cron), as the
+// manifest deployer does (manifest.ScheduleHook): a release that drifted
+// from its chart and values is upgraded, rendered objects are applied again.
 func continuousReconcileHook(minEvery time.Duration) extension.ReconcileExtensionHookSetup {
-	return manifest.EveryHook(minEvery, func(di *lsv1alpha1.DeployItem) time.Duration {
+	return manifest.ScheduleHook(minEvery, func(di *lsv1alpha1.DeployItem) manifest.Schedule {
 		spec := lenientSpec(di)
-		every, err := continuousEvery(spec.ContinuousReconcile)
+		s, err := continuousSchedule(spec.ContinuousReconcile)
 		if err != nil {
-			return 0 // reported by Reconcile
+			return nil // reported by Reconcile
 		}
-		return every
+		return s
 	})
 }
 
-// continuousEvery is continuousReconcile.every (0 when unset).
-func continuousEvery(cr *helmv1alpha1.ContinuousReconcileSpec) (time.Duration, error) {
-	if cr == nil {
-		return 0, nil
-	}
-	if cr.Cron != "" {
-		return 0, lib.ConfigError(ReasonChartNotSupported, "spec.config.continuousReconcile.cron: crontab schedules are not supported yet by the helm deployer; use every")
+// continuousSchedule is the schedule of continuousReconcile (nil: none).
+func continuousSchedule(cr *helmv1alpha1.ContinuousReconcileSpec) (manifest.Schedule, error) {
+	switch {
+	case cr == nil:
+		return nil, nil
+	case cr.Cron != "" && cr.Every != nil:
+		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile: set cron or every, not both")
+	case cr.Cron != "":
+		c, err := manifest.ParseCron(cr.Cron)
+		if err != nil {
+			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.cron: %v", err)
+		}
+		return c, nil
 	}
 	d, err := duration("spec.config.continuousReconcile.every", cr.Every)
 	if err != nil || d == nil {
-		return 0, err
+		return nil, err
 	}
-	return d.Duration, nil
+	return manifest.Every(d.Duration), nil
 }
 
-// checkContinuous refuses a malformed continuousReconcile, or an interval
-// below the minimum.
+// checkContinuous refuses a malformed continuousReconcile, or one more
+// frequent than the minimum.
 func checkContinuous(cr *helmv1alpha1.ContinuousReconcileSpec, minEvery time.Duration) error {
-	every, err := continuousEvery(cr)
-	if err != nil || every == 0 {
+	s, err := continuousSchedule(cr)
+	if err != nil || s == nil {
 		return err
 	}
-	return manifest.CheckContinuousInterval(every, minEvery)
+	return manifest.CheckSchedule(s, minEvery)
 }

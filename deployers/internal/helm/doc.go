@@ -31,7 +31,7 @@
 //	helmDeployment: false                      # render and apply the objects, no Helm release
 //	deletionGroups: [...]                      # helmDeployment: false only, as the manifest deployer's
 //	deletionGroupsDuringUpdate: [...]
-//	continuousReconcile: {every: 1h}
+//	continuousReconcile: {every: 1h}       # or {cron: "0 */6 * * *"}
 //
 // Chart sources: chart.ref is pulled from an OCI registry with Helm's
 // registry client (anonymously; plain HTTP only to a loopback registry,

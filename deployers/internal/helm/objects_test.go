@@ -316,6 +316,8 @@ func TestBadChecksConfiguration(t *testing.T) {
 			map[string]any{"helmDeployment": false, "deletionGroups": []map[string]any{{"predefinedResourceGroup": map[string]string{"type": "pods"}}}}},
 		{"every", lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: 1s is below the deployer's minimum of 1m0s (--min-continuous-reconcile-interval)",
 			map[string]any{"continuousReconcile": map[string]string{"every": "1s"}}},
+		{"cron", lib.ReasonInvalidConfig, `spec.config.continuousReconcile.cron: minute field "61": "61" is not a number from 0 to 59`,
+			map[string]any{"continuousReconcile": map[string]string{"cron": "61 * * * *"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

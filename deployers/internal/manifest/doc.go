@@ -39,6 +39,7 @@
 //	    fromResource: {apiVersion: v1, kind: ConfigMap, name: a, namespace: foo}
 //	continuousReconcile:
 //	  every: 5m                       # re-apply a Succeeded item this often (drift correction)
+//	  # or cron: "0 */6 * * *"        # on a five-field crontab schedule, UTC
 //	deletionGroups:                   # order of deletion on the item's deletion (default below)
 //	- customResourceGroup:            # apiVersion + kind (or resource name), optional names, namespaces
 //	    resources: [{apiVersion: v1, kind: ConfigMap, names: [a]}]
@@ -81,8 +82,9 @@
 // document of key → value), named by status.exportRef.
 //
 // continuousReconcile is implemented as an extension hook (ShouldReconcile):
-// ContinuousReconcileHook; an interval below
-// Options.MinContinuousReconcileInterval fails the item (continuous.go).
+// ContinuousReconcileHook (ScheduleHook, shared with the helm deployer); a
+// schedule more frequent than Options.MinContinuousReconcileInterval fails
+// the item (continuous.go; cron schedules: cron.go).
 //
 // Invariants:
 //   - Everything applied is recorded in status.providerStatus before the

@@ -227,8 +227,12 @@ type Export struct {
 	FromResource *TypedObjectReference `json:"fromResource,omitempty"`
 }
 
-// ContinuousReconcileSpec says how often a finished item is reconciled again.
+// ContinuousReconcileSpec says how often a finished item is reconciled
+// again: at most one of cron and every.
 type ContinuousReconcileSpec struct {
+	// Cron is a five-field crontab schedule, in UTC (e.g. "0 */6 * * *").
+	// +optional
+	Cron string `json:"cron,omitempty"`
 	// Every is the interval between reconciles (e.g. "5m").
 	// +optional
 	Every *metav1.Duration `json:"every,omitempty"`
