@@ -60,6 +60,9 @@ type contextWrite struct {
 	// fromSecret marks a context copy of an import read from a Secret
 	// (FromSecretAnnotation).
 	fromSecret bool
+	// labels and annotations are those a target export value carries:
+	// added to the Target (the context label and key annotation win).
+	labels, annotations map[string]string
 }
 
 // FromSecretAnnotation marks a context copy of an import read from a Secret
@@ -290,7 +293,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installat
 			return err
 		}
 		t.Spec = spec
-		setContextMeta(t, w.scope, w.ref)
+		w.setMeta(t)
 		if err := controllerutil.SetControllerReference(inst, t, r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -304,7 +307,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installat
 		return err
 	}
 	t.Spec = spec
-	setContextMeta(t, w.scope, w.ref)
+	w.setMeta(t)
 	if equality.Semantic.DeepEqual(before, t) {
 		return nil
 	}
@@ -312,6 +315,28 @@ func (r *Reconciler) writeTarget(ctx context.Context, inst *lsv1alpha1.Installat
 		return w.writeError("updating", "Target", t.Name, err)
 	}
 	return nil
+}
+
+// setMeta adds the write's labels and annotations to o, then its context
+// label and key annotation.
+func (w contextWrite) setMeta(o client.Object) {
+	if len(w.labels) > 0 {
+		o.SetLabels(merged(o.GetLabels(), w.labels))
+	}
+	if len(w.annotations) > 0 {
+		o.SetAnnotations(merged(o.GetAnnotations(), w.annotations))
+	}
+	setContextMeta(o, w.scope, w.ref)
+}
+
+func merged(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = make(map[string]string, len(from))
+	}
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
 }
 
 func setContextMeta(o client.Object, scope, ref string) {

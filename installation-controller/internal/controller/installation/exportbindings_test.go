@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/controller/installation"
 )
 
 // exportBindingsBlueprint exports values read through each of the export
@@ -96,6 +97,8 @@ exportExecutions:
         type: landscaper.gardener.cloud/kubernetes-cluster
         config:
           kubeconfig: "apiVersion: v1"
+        labels: {env: dev}
+        annotations: {team: platform}
 `}
 }
 
@@ -108,7 +111,8 @@ func installExportBindings(ns, exportExpr string) *lsv1alpha1.Installation {
 
 // Export executions read the documented bindings .deployitems.<item>,
 // .dataobjects.<key> and .targets.<key>, and the same under .values, as
-// older blueprints do; the job exports what they render.
+// older blueprints do; the job exports what they render, and an exported
+// Target keeps the labels and annotations of its export value.
 func TestExportExecutionsReadDeployItemsDataObjectsAndTargets(t *testing.T) {
 	ns, g := setup(t)
 	create(g, installExportBindings(ns, `https://{{ .deployitems.ingress.prefix }}.{{ .dataobjects.domain }}`))
@@ -120,6 +124,13 @@ func TestExportExecutionsReadDeployItemsDataObjectsAndTargets(t *testing.T) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, do)).To(Succeed())
 		g.Expect(string(do.Data.RawMessage)).To(MatchJSON(want), name)
 	}
+	// The exported Target keeps the labels and annotations of its export
+	// value, besides those that place it in the context.
+	tgt := &lsv1alpha1.Target{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: installation.ScopedName("root", "dev-cluster")}, tgt)).To(Succeed())
+	g.Expect(tgt.Labels).To(And(HaveKeyWithValue("env", "dev"), HaveKeyWithValue(installation.ContextLabel, "root")))
+	g.Expect(tgt.Annotations).To(And(HaveKeyWithValue("team", "platform"), HaveKeyWithValue(installation.KeyAnnotation, "dev-cluster")))
+	g.Expect(tgt.Spec.Type).To(Equal(lsv1alpha1.KubernetesClusterTargetType))
 }
 
 // An export execution that reads a deploy item the execution does not have,

@@ -174,12 +174,13 @@ func (r *Reconciler) writeExports(ctx context.Context, inst *lsv1alpha1.Installa
 		if !ok {
 			return flow.Stalledf(ReasonExportInvalid, "target export %q: no such export value", t.Name)
 		}
-		spec, err := targetSpecOf(v)
+		exported, err := targetOf(v)
 		if err != nil {
 			return flow.StalledError(ReasonExportInvalid, fmt.Errorf("target export %q: %w", t.Name, err))
 		}
 		w := contextWrite{scope: scope, ref: t.Target, what: targetExportWhat(t), invalid: ReasonExportInvalid}
-		if err := r.writeTarget(ctx, inst, w, spec); err != nil {
+		w.labels, w.annotations = exported.labels, exported.annotations
+		if err := r.writeTarget(ctx, inst, w, exported.spec); err != nil {
 			return err
 		}
 	}
@@ -195,27 +196,71 @@ func targetExportWhat(t lsv1alpha1.TargetExport) string {
 	return fmt.Sprintf("target export %q (target %q)", t.Name, t.Target)
 }
 
-// targetSpecOf accepts a Target ({spec: {...}}) or a bare spec ({type, config}).
-func targetSpecOf(v any) (lsv1alpha1.TargetSpec, error) {
+// exportedTarget is a target export value: the spec of the Target to
+// write, and the labels and annotations it carries.
+type exportedTarget struct {
+	spec                lsv1alpha1.TargetSpec
+	labels, annotations map[string]string
+}
+
+// targetOf accepts a bare spec with optional labels and annotations
+// ({type, config, labels, annotations}, as Landscaper documents target
+// exports) or a Target ({metadata: {labels, annotations}, spec: {...}}).
+func targetOf(v any) (exportedTarget, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return lsv1alpha1.TargetSpec{}, fmt.Errorf("must be a mapping with type and config, got %T", v)
+		return exportedTarget{}, fmt.Errorf("must be a mapping with type and config, got %T", v)
 	}
+	meta := m
 	if spec, ok := m["spec"].(map[string]any); ok {
+		meta, _ = m["metadata"].(map[string]any)
 		m = spec
 	}
-	raw, err := json.Marshal(m)
+	var t exportedTarget
+	var err error
+	if t.labels, err = stringMap(meta, "labels"); err != nil {
+		return exportedTarget{}, err
+	}
+	if t.annotations, err = stringMap(meta, "annotations"); err != nil {
+		return exportedTarget{}, err
+	}
+	spec := make(map[string]any, len(m))
+	for k, val := range m {
+		if k != "labels" && k != "annotations" {
+			spec[k] = val
+		}
+	}
+	raw, err := json.Marshal(spec)
 	if err != nil {
-		return lsv1alpha1.TargetSpec{}, err
+		return exportedTarget{}, err
 	}
-	var spec lsv1alpha1.TargetSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return lsv1alpha1.TargetSpec{}, err
+	if err := json.Unmarshal(raw, &t.spec); err != nil {
+		return exportedTarget{}, err
 	}
-	if spec.Type == "" {
-		return lsv1alpha1.TargetSpec{}, fmt.Errorf("has no type")
+	if t.spec.Type == "" {
+		return exportedTarget{}, fmt.Errorf("has no type")
 	}
-	return spec, nil
+	return t, nil
+}
+
+// stringMap reads m[key] as a map of strings (labels, annotations).
+func stringMap(m map[string]any, key string) (map[string]string, error) {
+	raw, ok := m[key].(map[string]any)
+	if !ok {
+		if m[key] != nil {
+			return nil, fmt.Errorf("%s must be a mapping of strings, got %T", key, m[key])
+		}
+		return nil, nil
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%q] must be a string, got %T", key, k, v)
+		}
+		out[k] = s
+	}
+	return out, nil
 }
 
 func sortedKeys(m map[string]any) []string {
