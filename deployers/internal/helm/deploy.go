@@ -57,6 +57,12 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	if !cfg.spec.IsHelmDeployment() {
 		return applyRendered(ctx, req, g, ap, cfg, set, ch)
 	}
+	return d.deployAsRelease(ctx, req, g, ap, cfg, set, ch)
+}
+
+// deployAsRelease installs or upgrades the release, records its objects,
+// then checks their readiness and writes the exports.
+func (d *deployer) deployAsRelease(ctx context.Context, req *lib.Request, g *targetGetter, ap *manifest.Applier, cfg *config, set *manifest.ObjectSet, ch *chart.Chart) (lib.Result, error) {
 	ac, err := actionConfig(g, cfg.spec.Namespace, req.Log)
 	if err != nil {
 		return lib.Result{}, err
