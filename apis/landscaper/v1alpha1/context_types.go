@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -19,6 +20,13 @@ type Context struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Configurations map[string]AnyJSON `json:"configurations,omitempty"`
+
+	// RegistryPullSecrets name kubernetes.io/dockerconfigjson Secrets in the
+	// Context's namespace whose credentials are used to pull from OCI
+	// registries (the helm deployer's chart.ref).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	RegistryPullSecrets []corev1.LocalObjectReference `json:"registryPullSecrets,omitempty"`
 }
 
 // +kubebuilder:object:root=true

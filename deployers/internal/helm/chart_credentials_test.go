@@ -3,6 +3,7 @@ package helm_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -60,10 +61,19 @@ func TestRegistryPullSecrets(t *testing.T) {
 	for _, s := range secrets {
 		g.Expect(env.Client.Create(ctx, s)).To(Succeed())
 	}
-	item := &lsv1alpha1.DeployItem{ObjectMeta: metav1.ObjectMeta{Name: "item", Namespace: ns}}
 	opts := helm.ChartSourceOptions{AllowLoopback: true}
+	contexts := 0
+	// pull pulls the chart for an item whose Context names the pull secrets.
 	pull := func(names ...string) error {
-		_, err := helm.PullWithPullSecrets(ctx, env.Client, opts, item, names, private)
+		contexts++
+		lsCtx := &lsv1alpha1.Context{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pull-%d", contexts), Namespace: ns}}
+		for _, n := range names {
+			lsCtx.RegistryPullSecrets = append(lsCtx.RegistryPullSecrets, corev1.LocalObjectReference{Name: n})
+		}
+		g.Expect(env.Client.Create(ctx, lsCtx)).To(Succeed())
+		item := &lsv1alpha1.DeployItem{ObjectMeta: metav1.ObjectMeta{Name: "item", Namespace: ns}}
+		item.Spec.Context = lsCtx.Name
+		_, err := helm.PullFor(ctx, env.Client, opts, item, private)
 		return err
 	}
 

@@ -74,6 +74,9 @@ func (cs *chartSource) credentialsOf(ctx context.Context, di *lsv1alpha1.DeployI
 		return nil, fmt.Errorf("reading Context %s: %w", key, err)
 	}
 	creds.context = key.String()
+	for _, ref := range lsCtx.RegistryPullSecrets {
+		creds.pullSecrets = append(creds.pullSecrets, ref.Name)
+	}
 	raw, ok := lsCtx.Configurations[helmv1alpha1.HelmChartRepoCredentialsKey]
 	if !ok {
 		return creds, nil
