@@ -21,9 +21,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
+	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
 
@@ -191,4 +195,33 @@ func TestTargetKubeconfigMustNotUseDeployerFiles(t *testing.T) {
 func quoteB64(data []byte) string {
 	b, _ := json.Marshal(data) // []byte marshals as a base64 JSON string, valid YAML
 	return string(b)
+}
+
+// TestSelfTarget: a self target reaches the cluster that holds it as its
+// ServiceAccount, with a token the deployer mints: the item applies its
+// ConfigMap where the ServiceAccount may, and is refused, naming the
+// ServiceAccount, where it may not (the deployer's own rights are not used).
+func TestSelfTarget(t *testing.T) {
+	ns, g := setup(t)
+	other := testutil.Namespace(t, env)
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: ns}}})).To(Succeed())
+	createForm(g, ns, targetForm{name: "self", config: map[string]any{
+		"selfConfig": map[string]any{"serviceAccount": map[string]any{"name": "deployer"}, "expirationSeconds": 3600}}})
+
+	allowed := item(ns, "allowed", "self", v2(`"manifests":[{"manifest":`+cm(ns, "app", map[string]string{"v": "1"})+`}]`))
+	refused := item(ns, "refused", "self", v2(`"manifests":[{"manifest":`+cm(other, "app", nil)+`}]`))
+	g.Expect(env.Client.Create(ctx, allowed)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, refused)).To(Succeed())
+
+	g.Eventually(get(g, allowed), timeout, interval).Should(succeeded())
+	g.Expect(configMap(g, ns, "app")()).To(Equal(map[string]string{"v": "1"}))
+	g.Eventually(get(g, refused), timeout, interval).Should(failedWith(manifest.ReasonRejected, lsv1alpha1.ErrorInsufficientPermission,
+		"system:serviceaccount:"+ns+":deployer"))
+	g.Expect(configMap(g, other, "app")()).To(BeNil())
 }
