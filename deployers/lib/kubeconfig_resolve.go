@@ -224,7 +224,7 @@ func (r *TargetResolver) secret(ctx context.Context, t *lsv1alpha1.Target, field
 			return nil, ConfigError(ReasonTargetSecretNotFound, "Target %s/%s: %s: Secret %s not found; create it, then retry with the annotation %s: %s (or let the next job of the item's execution pick it up)",
 				t.Namespace, t.Name, field, name, lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
 		}
-		return nil, TransientError("TargetSecretUnreadable", fmt.Errorf("Target %s/%s: %s: reading Secret %s: %w", t.Namespace, t.Name, field, name, err))
+		return nil, targetTransient("TargetSecretUnreadable", err, "Target %s/%s: %s: reading Secret %s: %v", t.Namespace, t.Name, field, name, err)
 	}
 	return s, nil
 }
@@ -250,4 +250,12 @@ func (r *TargetResolver) RESTConfig(ctx context.Context, t *lsv1alpha1.Target, k
 		return nil, TransientError(ReasonTargetUnreachable, fmt.Errorf("target %s/%s: %w", t.Namespace, t.Name, err))
 	}
 	return cfg, nil
+}
+
+// targetTransient is a retried error keeping err's chain, with a message
+// that starts with the Target it concerns.
+func targetTransient(reason string, err error, format string, args ...any) *Error {
+	e := TransientError(reason, err)
+	e.Message = fmt.Sprintf(format, args...)
+	return e
 }

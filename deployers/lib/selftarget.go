@@ -138,8 +138,8 @@ func tokenRequestError(t *lsv1alpha1.Target, key selfTokenKey, field string, err
 		return ConfigError(ReasonTargetTokenRefused, "Target %s/%s: %s: the API server refused a token for ServiceAccount %s/%s (expirationSeconds %d): %v",
 			t.Namespace, t.Name, field, key.namespace, key.name, key.seconds, err)
 	}
-	return TransientError(ReasonTargetTokenRefused, fmt.Errorf("Target %s/%s: %s: requesting a token for ServiceAccount %s/%s: %w",
-		t.Namespace, t.Name, field, key.namespace, key.name, err))
+	return targetTransient(ReasonTargetTokenRefused, err, "Target %s/%s: %s: requesting a token for ServiceAccount %s/%s: %v",
+		t.Namespace, t.Name, field, key.namespace, key.name, err)
 }
 
 // render writes the kubeconfig of the deployer's own cluster (its server,

@@ -115,7 +115,9 @@ func TestTargetBadInput(t *testing.T) {
 	ns, g := setup(t)
 	ctx := context.Background()
 	kc := env.KubeConfig
-	self := func(sa any) map[string]any { return map[string]any{"selfConfig": map[string]any{"serviceAccount": map[string]any{"name": sa}}} }
+	self := func(sa any) map[string]any {
+		return map[string]any{"selfConfig": map[string]any{"serviceAccount": map[string]any{"name": sa}}}
+	}
 	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}})).To(Succeed())
 	cases := []struct {
 		form   targetForm
