@@ -1,9 +1,9 @@
 package helm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,30 +71,46 @@ func readinessOf(in helmv1alpha1.ReadinessCheckConfiguration) (manifestv1alpha2.
 	return out, nil
 }
 
-// selectorOperators are the operators written as Kubernetes selectors do.
+// selectorOperators name the operators as Landscaper's configurations
+// write them (Kubernetes selector symbols and names, any case).
 var selectorOperators = map[string]manifestv1alpha2.ReadinessOperator{
-	"!": manifestv1alpha2.ReadinessOperatorNotExists, "=": manifestv1alpha2.ReadinessOperatorEquals,
-	"notin": manifestv1alpha2.ReadinessOperatorNotIn,
+	"exists":       manifestv1alpha2.ReadinessOperatorExists,
+	"!":            manifestv1alpha2.ReadinessOperatorNotExists,
+	"doesnotexist": manifestv1alpha2.ReadinessOperatorNotExists,
+	"notexists":    manifestv1alpha2.ReadinessOperatorNotExists,
+	"=":            manifestv1alpha2.ReadinessOperatorEquals,
+	"==":           manifestv1alpha2.ReadinessOperatorEquals,
+	"equals":       manifestv1alpha2.ReadinessOperatorEquals,
+	"!=":           manifestv1alpha2.ReadinessOperatorNotEquals,
+	"notequals":    manifestv1alpha2.ReadinessOperatorNotEquals,
+	"in":           manifestv1alpha2.ReadinessOperatorIn,
+	"notin":        manifestv1alpha2.ReadinessOperatorNotIn,
 }
 
+// requirementOf converts a requirement. A value is a JSON value, or, as
+// Landscaper's examples write it, an object {value: <JSON value>}.
 func requirementOf(field string, r helmv1alpha1.RequirementSpec) (manifestv1alpha2.ReadinessRequirement, error) {
-	op, ok := selectorOperators[r.Operator]
+	op, ok := selectorOperators[strings.ToLower(r.Operator)]
 	if !ok {
-		op = manifestv1alpha2.ReadinessOperator(r.Operator)
+		op = manifestv1alpha2.ReadinessOperator(r.Operator) // reported by the shape check, naming it
 	}
 	out := manifestv1alpha2.ReadinessRequirement{JSONPath: r.JSONPath, Operator: op}
 	for k, v := range r.Values {
-		var s any
-		if err := json.Unmarshal(v.Raw, &s); err != nil {
+		var val any
+		if err := json.Unmarshal(v.Raw, &val); err != nil {
 			return out, lib.ConfigError(manifest.ReasonReadinessInvalid, "%s.values[%d]: not a JSON value: %v", field, k, err)
 		}
-		if str, isString := s.(string); isString {
+		if m, isObject := val.(map[string]any); isObject && len(m) == 1 {
+			if inner, wrapped := m["value"]; wrapped {
+				val = inner
+			}
+		}
+		if str, isString := val.(string); isString {
 			out.Values = append(out.Values, str)
 			continue
 		}
-		var compact bytes.Buffer
-		_ = json.Compact(&compact, v.Raw)
-		out.Values = append(out.Values, compact.String())
+		text, _ := json.Marshal(val)
+		out.Values = append(out.Values, string(text))
 	}
 	return out, nil
 }

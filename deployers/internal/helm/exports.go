@@ -25,12 +25,13 @@ func exportsOf(cfg *config) (map[string]any, []manifest.SetExport, error) {
 		if e.Key == "" {
 			return nil, nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s: key must be set", field)
 		}
-		if e.FromObjectReference != nil {
-			return nil, nil, lib.ConfigError(ReasonChartNotSupported, "%s.fromObjectRef (key %q): exports through an object reference are not supported yet by the helm deployer; name the object in fromResource", field, e.Key)
+		if e.FromObjectReference != nil && e.FromResource == nil {
+			return nil, nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s.fromObjectRef (key %q): needs fromResource, the object holding the reference", field, e.Key)
 		}
 		if e.FromResource != nil {
 			fromObjects = append(fromObjects, manifest.SetExport{Field: field, Export: manifestv1alpha2.Export{
 				Key: e.Key, JSONPath: e.JSONPath, FromResource: (*manifestv1alpha2.TypedObjectReference)(e.FromResource),
+				FromObjectReference: (*manifestv1alpha2.FromObjectReference)(e.FromObjectReference),
 			}})
 			continue
 		}

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/internal/helm"
 	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/internal/testutil"
 	"github.com/terrace-dev/terrace/deployers/lib"
@@ -229,7 +228,7 @@ spec:
 				"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM}), "name": name, "namespace": ns, "helmDeployment": helmDeployment,
 				"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "state-ready",
 					"resourceSelector": []map[string]string{{"apiVersion": "v1", "kind": "ConfigMap", "name": state, "namespace": ns}},
-					"requirements":     []map[string]any{{"jsonPath": ".data.state", "operator": "=", "values": []string{"ready"}}}}}},
+					"requirements":     []map[string]any{{"jsonPath": ".data.state", "operator": "In", "values": []map[string]string{{"value": "ready"}}}}}}},
 			}))
 			g.Eventually(get(g, di), timeout, interval).Should(And(HaveField("Status.Phase", lsv1alpha1.PhaseProgressing),
 				WithTransform(readyMessage, ContainSubstring(`custom readiness check "state-ready": ConfigMap `+ns+"/"+state+" (v1) not found"))))
@@ -240,20 +239,34 @@ spec:
 	}
 }
 
-// TestExportsFromObjects: exports read from the release's objects.
+// TestExportsFromObjects: exports read from the release's objects, also
+// through an object reference (fromObjectRef), in both modes.
 func TestExportsFromObjects(t *testing.T) {
-	g := NewWithT(t)
 	ns := testutil.Namespace(t, env)
-	target(g, ns)
-	di := createItem(g, ns, "exp", providerConfig(map[string]any{
-		"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM}), "name": "exp", "namespace": ns,
-		"values": map[string]any{"greeting": "from the release"},
-		"exportsFromManifests": []map[string]any{{"key": "greeting", "jsonPath": ".data.greeting",
-			"fromResource": map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "name": "exp-cm", "namespace": ns}}},
-	}))
-	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
-	g.Expect(secretExists(ns, "sh.helm.release.v1.exp.v1")).To(BeTrue())
-	g.Expect(exportOf(g, di)()).To(MatchJSON(`{"greeting":"from the release"}`))
+	target(NewWithT(t), ns)
+	sa := `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: {{ .Release.Name }}-sa}
+secrets: [{name: {{ .Release.Name }}-cm}]
+`
+	for mode, helmDeployment := range modes {
+		t.Run(mode, func(t *testing.T) {
+			g := NewWithT(t)
+			name := "exp-" + mode
+			di := createItem(g, ns, name, providerConfig(map[string]any{
+				"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM, "sa.yaml": sa}), "name": name, "namespace": ns,
+				"helmDeployment": helmDeployment, "values": map[string]any{"greeting": "from " + mode},
+				"exportsFromManifests": []map[string]any{{"key": "greeting", "jsonPath": ".data.greeting",
+					"fromResource": map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "name": name + "-cm", "namespace": ns}}},
+				"exports": map[string]any{"exports": []map[string]any{{"key": "referenced", "jsonPath": ".secrets[0]",
+					"fromResource":  map[string]string{"apiVersion": "v1", "kind": "ServiceAccount", "name": name + "-sa", "namespace": ns},
+					"fromObjectRef": map[string]string{"apiVersion": "v1", "kind": "ConfigMap", "jsonPath": ".data.greeting"}}}},
+			}))
+			g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+			g.Expect(secretExists(ns, "sh.helm.release.v1."+name+".v1")).To(Equal(helmDeployment))
+			g.Expect(exportOf(g, di)()).To(MatchJSON(`{"greeting":"from ` + mode + `","referenced":"from ` + mode + `"}`))
+		})
+	}
 }
 
 // TestRenderedDeletionGroups: the rendered objects are deleted in the order
@@ -309,7 +322,7 @@ func TestBadChecksConfiguration(t *testing.T) {
 				"labelSelector": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "matchLabels": map[string]string{"a": "b"}}, "requirements": []any{}}}}}},
 		{"export-path", lib.ReasonInvalidConfig, "spec.config.exports.exports[0]: key, jsonPath and fromResource must be set",
 			map[string]any{"exports": map[string]any{"exports": []map[string]any{{"key": "k", "fromResource": cm}}}}},
-		{"export-ref", helm.ReasonChartNotSupported, "spec.config.exportsFromManifests[0].fromObjectRef (key \"k\"): exports through an object reference are not supported yet",
+		{"export-ref", lib.ReasonInvalidConfig, "spec.config.exportsFromManifests[0].fromObjectRef (key \"k\"): needs fromResource",
 			map[string]any{"exportsFromManifests": []map[string]any{{"key": "k", "jsonPath": ".spec.ref",
 				"fromObjectRef": map[string]string{"apiVersion": "v1", "kind": "Secret", "jsonPath": ".data"}}}}},
 		{"group", manifest.ReasonDeletionGroupInvalid, `spec.config.deletionGroups[0].predefinedResourceGroup.type: "pods" is not one of`,

@@ -37,6 +37,10 @@
 //	  - key: state
 //	    jsonPath: .data.state
 //	    fromResource: {apiVersion: v1, kind: ConfigMap, name: a, namespace: foo}
+//	  - key: password                 # through a reference {name, namespace} at jsonPath
+//	    jsonPath: .spec.credentialsRef
+//	    fromResource: {apiVersion: example.com/v1, kind: Database, name: db, namespace: foo}
+//	    fromObjectRef: {apiVersion: v1, kind: Secret, jsonPath: .data.password}
 //	continuousReconcile:
 //	  every: 5m                       # re-apply a Succeeded item this often (drift correction)
 //	  # or cron: "0 */6 * * *"        # on a five-field crontab schedule, UTC

@@ -69,6 +69,9 @@ func (s *ObjectSet) Validate() error {
 		if _, _, err := lib.JSONPathValue(map[string]any{}, e.JSONPath); err != nil {
 			return lib.ConfigError(ReasonExportFailed, "%s.jsonPath: %v", e.Field, err)
 		}
+		if r := e.FromObjectReference; r != nil && (r.APIVersion == "" || r.Kind == "" || r.JSONPath == "") {
+			return lib.ConfigError(lib.ReasonInvalidConfig, "%s.fromObjectRef: apiVersion, kind and jsonPath must be set", e.Field)
+		}
 	}
 	if err := validateDeletionGroups("spec.config.deletionGroups", s.DeletionGroups); err != nil {
 		return err

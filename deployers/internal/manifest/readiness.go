@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -204,68 +203,6 @@ func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *co
 		}
 	}
 	return "", nil
-}
-
-// exports reads the configured exports from the target cluster. An object or
-// a path that does not exist yet (e.g. a Secret an operator generates, a load
-// balancer's address) makes it wait: pending names what is missing.
-func (d *deployer) exports(ctx context.Context, c *clusterClient, cfg *config) (data []byte, pending string, err error) {
-	var list []manifestv1alpha2.Export
-	if cfg.spec.Exports != nil {
-		list = cfg.spec.Exports.Exports
-	}
-	if len(list) == 0 && len(cfg.values) == 0 {
-		return nil, "", nil
-	}
-	out := maps.Clone(cfg.values)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for i, e := range list {
-		field := cfg.exportField(i)
-		if e.Key == "" || e.FromResource == nil || e.JSONPath == "" {
-			return nil, "", lib.ConfigError(lib.ReasonInvalidConfig, "%s: key, jsonPath and fromResource must be set", field)
-		}
-		r := *e.FromResource
-		cur := &unstructured.Unstructured{}
-		cur.SetAPIVersion(r.APIVersion)
-		cur.SetKind(r.Kind)
-		if err := needsNamespace(c, cur, r, field+".fromResource", lib.ReasonInvalidConfig); err != nil {
-			return nil, "", err
-		}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
-			if apierrors.IsNotFound(err) {
-				// Like a missing value: somebody (an operator, a controller)
-				// may create it later; the item's timeout bounds the wait.
-				if ownManifest(cfg, r) {
-					return nil, fmt.Sprintf("export %q: %s, one of this item's manifests, is missing on the target cluster", e.Key, refString(r)), nil
-				}
-				return nil, fmt.Sprintf("export %q: %s does not exist on the target cluster yet", e.Key, refString(r)), nil
-			}
-			return nil, "", classify(field, cur, "reading", err)
-		}
-		v, found, err := lib.JSONPathValue(cur.Object, e.JSONPath)
-		if err != nil {
-			return nil, "", lib.ConfigError(ReasonExportFailed, "%s.jsonPath: %v", field, err)
-		}
-		if !found {
-			return nil, fmt.Sprintf("export %q: %s has no value at %s yet", e.Key, refString(r), e.JSONPath), nil
-		}
-		out[e.Key] = v
-	}
-	data, err = json.Marshal(out)
-	return data, "", err
-}
-
-// ownManifest reports whether r names one of the objects cfg applies (apply
-// has resolved their namespaces).
-func ownManifest(cfg *config, r manifestv1alpha2.TypedObjectReference) bool {
-	gv, _ := schema.ParseGroupVersion(r.APIVersion)
-	return slices.ContainsFunc(cfg.objects, func(m manifestEntry) bool {
-		gvk := m.obj.GroupVersionKind()
-		return m.policy != manifestv1alpha2.IgnorePolicy && gvk.Group == gv.Group && gvk.Kind == r.Kind &&
-			m.obj.GetName() == r.Name && m.obj.GetNamespace() == r.Namespace
-	})
 }
 
 // needsNamespace fails a reference to an object of a namespaced kind that

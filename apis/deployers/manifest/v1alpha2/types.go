@@ -225,6 +225,19 @@ type Export struct {
 	JSONPath string `json:"jsonPath"`
 	// FromResource names the object (it must be one of the item's manifests).
 	FromResource *TypedObjectReference `json:"fromResource,omitempty"`
+	// FromObjectReference, when set, takes the value at jsonPath as a
+	// reference (name, namespace: default the object's) to another object
+	// and exports the value at its jsonPath in that object.
+	// +optional
+	FromObjectReference *FromObjectReference `json:"fromObjectRef,omitempty"`
+}
+
+// FromObjectReference is the kind of a referenced object and the path of
+// the exported value in it.
+type FromObjectReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	JSONPath   string `json:"jsonPath"`
 }
 
 // ContinuousReconcileSpec says how often a finished item is reconciled
