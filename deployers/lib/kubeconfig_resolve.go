@@ -103,6 +103,9 @@ func (r *TargetResolver) Kubeconfig(ctx context.Context, t *lsv1alpha1.Target) (
 	case cfg.SelfConfig != nil && len(cfg.Kubeconfig) > 0:
 		return nil, ConfigError(ReasonInvalidConfig, "Target %s/%s: %s: kubeconfig and selfConfig are both set; set one", t.Namespace, t.Name, field)
 	case cfg.SelfConfig != nil:
+		if r.guard.DenySelfTargets {
+			return nil, ConfigError(ReasonInvalidConfig, "Target %s/%s: %s.selfConfig: this deployer refuses self targets (--deny-self-targets)", t.Namespace, t.Name, field)
+		}
 		if r.self == nil {
 			return nil, ConfigError(ReasonInvalidConfig, "Target %s/%s: %s.selfConfig: this deployer does not serve self targets", t.Namespace, t.Name, field)
 		}

@@ -92,13 +92,19 @@ func TestSelfTargetTokenRequestForbidden(t *testing.T) {
 	g.Expect(lib.IsPermanent(err)).To(BeFalse())
 }
 
-// TestSelfTargetsRefusedWithoutOwnConfig: a resolver not given the
-// deployer's own cluster refuses self targets with a clear message.
-func TestSelfTargetsRefusedWithoutOwnConfig(t *testing.T) {
+// TestSelfTargetsRefused: a resolver not given the deployer's own cluster,
+// or told to deny them, refuses self targets with a clear message.
+func TestSelfTargetsRefused(t *testing.T) {
 	g := NewWithT(t)
 	r := lib.NewTargetResolver(lib.TargetResolverOptions{Secrets: env.Client})
 	_, err := r.Kubeconfig(context.Background(), selfTarget(g, "ns", "sa", 3600))
 	g.Expect(err).To(MatchError(ContainSubstring("Target ns/self: spec.config.selfConfig: this deployer does not serve self targets")))
+	g.Expect(lib.IsPermanent(err)).To(BeTrue())
+
+	denied := lib.NewTargetResolver(lib.TargetResolverOptions{Secrets: env.Client, Self: env.Config, Tokens: env.Client,
+		Guard: lib.TargetClientOptions{DenySelfTargets: true}})
+	_, err = denied.Kubeconfig(context.Background(), selfTarget(g, "ns", "sa", 3600))
+	g.Expect(err).To(MatchError(ContainSubstring("Target ns/self: spec.config.selfConfig: this deployer refuses self targets (--deny-self-targets)")))
 	g.Expect(lib.IsPermanent(err)).To(BeTrue())
 }
 

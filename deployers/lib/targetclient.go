@@ -52,6 +52,10 @@ type TargetClientOptions struct {
 	// OwnListenAddresses are the deployer's own listen addresses (metrics,
 	// health probes, pprof): never a target, whatever AllowLoopback says.
 	OwnListenAddresses []string
+	// DenySelfTargets refuses self targets (--deny-self-targets): a self
+	// target acts as any ServiceAccount of its namespace, so whoever may
+	// create Targets there gets that ServiceAccount's rights.
+	DenySelfTargets bool
 }
 
 // BindFlags registers the options as flags on fs; fields already set are
@@ -64,6 +68,8 @@ func (o *TargetClientOptions) BindFlags(fs *pflag.FlagSet) {
 		"How long one request to a target cluster may take, reading the response included.")
 	fs.BoolVar(&o.AllowLoopback, "allow-loopback-targets", o.AllowLoopback,
 		"Let Targets name loopback addresses (127.0.0.0/8, ::1, localhost): for local environments and tests whose API server listens there. The deployer's own listen ports stay refused.")
+	fs.BoolVar(&o.DenySelfTargets, "deny-self-targets", o.DenySelfTargets,
+		"Refuse self targets (spec.config.selfConfig): without this flag a Target acts, on the deployer's own cluster, as any ServiceAccount of its namespace it names.")
 }
 
 func (o *TargetClientOptions) setDefaults() {
