@@ -48,14 +48,15 @@ func readinessOf(in helmv1alpha1.ReadinessCheckConfiguration) (manifestv1alpha2.
 		switch {
 		case c.Disabled:
 			continue
-		case c.LabelSelector != nil:
-			return out, lib.ConfigError(manifest.ReasonReadinessInvalid, "%s.labelSelector: selecting objects by labels is not supported yet; name them in resourceSelector", field)
 		case c.TargetName != nil:
 			return out, lib.ConfigError(manifest.ReasonReadinessInvalid, "%s.targetName: checks on another Target's cluster are not supported yet", field)
 		case c.Timeout != nil:
 			return out, lib.ConfigError(manifest.ReasonReadinessInvalid, "%s.timeout: a timeout per check is not supported; set readinessChecks.timeout", field)
 		}
 		chk := manifestv1alpha2.CustomReadinessCheck{Name: c.Name}
+		if ls := c.LabelSelector; ls != nil {
+			chk.LabelSelector = &manifestv1alpha2.LabelSelectorSpec{APIVersion: ls.APIVersion, Kind: ls.Kind, Labels: ls.Labels}
+		}
 		for _, r := range c.Resource {
 			chk.Resource = append(chk.Resource, manifestv1alpha2.TypedObjectReference(r))
 		}

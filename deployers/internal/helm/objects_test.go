@@ -195,8 +195,8 @@ spec: {size: 3}
 var modes = map[string]bool{"release": true, "rendered": false}
 
 // TestReadinessChecks: the default check waits for the chart's workloads
-// (a Deployment never becomes ready in envtest) and a custom check for an
-// object somebody else creates, in both modes.
+// (a Deployment never becomes ready in envtest), custom checks for an
+// object somebody else creates, named or selected by labels, in both modes.
 func TestReadinessChecks(t *testing.T) {
 	ns := testutil.Namespace(t, env)
 	target(NewWithT(t), ns)
@@ -234,6 +234,19 @@ spec:
 				WithTransform(readyMessage, ContainSubstring(`custom readiness check "state-ready": ConfigMap `+ns+"/"+state+" (v1) not found"))))
 			g.Expect(env.Client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: state},
 				Data: map[string]string{"state": "ready"}})).To(Succeed())
+			g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+
+			name = "labels-" + mode
+			di = createItem(g, ns, name, providerConfig(map[string]any{
+				"chart": chartOf(t, map[string]string{"cm.yaml": greetingCM}), "name": name, "namespace": ns, "helmDeployment": helmDeployment,
+				"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "labelled",
+					"labelSelector": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "matchLabels": map[string]string{"check": name}},
+					"requirements":  []map[string]any{{"jsonPath": ".data.state", "operator": "==", "values": []string{"ready"}}}}}},
+			}))
+			g.Eventually(get(g, di), timeout, interval).Should(And(HaveField("Status.Phase", lsv1alpha1.PhaseProgressing),
+				WithTransform(readyMessage, ContainSubstring(`custom readiness check "labelled": no ConfigMap (v1) with labels check=`+name+" yet"))))
+			g.Expect(env.Client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-x",
+				Labels: map[string]string{"check": name}}, Data: map[string]string{"state": "ready"}})).To(Succeed())
 			g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
 		})
 	}
@@ -317,9 +330,12 @@ func TestBadChecksConfiguration(t *testing.T) {
 		{"operator", manifest.ReasonReadinessInvalid, `spec.config.readinessChecks.custom[0].requirements[0]: operator "like" is not one of`,
 			map[string]any{"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "c", "resourceSelector": []map[string]string{cm},
 				"requirements": []map[string]any{{"jsonPath": ".data", "operator": "like"}}}}}}},
-		{"label-selector", manifest.ReasonReadinessInvalid, "spec.config.readinessChecks.custom[0].labelSelector: selecting objects by labels is not supported yet",
+		{"label-selector", manifest.ReasonReadinessInvalid, "spec.config.readinessChecks.custom[0].labelSelector: apiVersion, kind and matchLabels must be set",
 			map[string]any{"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "c",
-				"labelSelector": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "matchLabels": map[string]string{"a": "b"}}, "requirements": []any{}}}}}},
+				"labelSelector": map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}, "requirements": []any{}}}}}},
+		{"target-name", manifest.ReasonReadinessInvalid, "spec.config.readinessChecks.custom[0].targetName: checks on another Target's cluster are not supported yet",
+			map[string]any{"readinessChecks": map[string]any{"custom": []map[string]any{{"name": "c", "targetName": "other",
+				"resourceSelector": []map[string]string{cm}, "requirements": []any{}}}}}},
 		{"export-path", lib.ReasonInvalidConfig, "spec.config.exports.exports[0]: key, jsonPath and fromResource must be set",
 			map[string]any{"exports": map[string]any{"exports": []map[string]any{{"key": "k", "fromResource": cm}}}}},
 		{"export-ref", lib.ReasonInvalidConfig, "spec.config.exportsFromManifests[0].fromObjectRef (key \"k\"): needs fromResource",

@@ -32,6 +32,9 @@
 //	  - name: cm-ready
 //	    resourceSelector: [{apiVersion: v1, kind: ConfigMap, name: a, namespace: foo}]
 //	    requirements: [{jsonPath: .data.state, operator: "==", values: ["ready"]}]
+//	  - name: by-labels               # every object of the kind with the labels (waits while none)
+//	    labelSelector: {apiVersion: v1, kind: ConfigMap, matchLabels: {tier: x}}
+//	    requirements: [{jsonPath: .data.state, operator: exists}]
 //	exports:
 //	  exports:
 //	  - key: state

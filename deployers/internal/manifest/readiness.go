@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,8 +55,11 @@ func checkRequirement(obj map[string]any, req manifestv1alpha2.ReadinessRequirem
 func validateReadiness(rc manifestv1alpha2.ReadinessCheckConfiguration) error {
 	for i, c := range rc.CustomReadinessChecks {
 		field := fmt.Sprintf("spec.config.readinessChecks.custom[%d]", i)
-		if len(c.Resource) == 0 {
-			return lib.ConfigError(ReasonReadinessInvalid, "%s.resourceSelector: must name at least one object", field)
+		if len(c.Resource) == 0 && c.LabelSelector == nil {
+			return lib.ConfigError(ReasonReadinessInvalid, "%s.resourceSelector: must name at least one object (or set labelSelector)", field)
+		}
+		if ls := c.LabelSelector; ls != nil && (ls.APIVersion == "" || ls.Kind == "" || len(ls.Labels) == 0) {
+			return lib.ConfigError(ReasonReadinessInvalid, "%s.labelSelector: apiVersion, kind and matchLabels must be set", field)
 		}
 		for j, r := range c.Requirements {
 			if _, err := checkRequirement(map[string]any{}, r); err != nil {
@@ -178,27 +180,13 @@ func (d *deployer) checkReadiness(ctx context.Context, c *clusterClient, cfg *co
 		}
 	}
 	for i, chk := range rc.CustomReadinessChecks {
-		for k, r := range chk.Resource {
-			cur := &unstructured.Unstructured{}
-			cur.SetAPIVersion(r.APIVersion)
-			cur.SetKind(r.Kind)
-			if err := needsNamespace(c, cur, r, fmt.Sprintf("spec.config.readinessChecks.custom[%d].resourceSelector[%d]", i, k), ReasonReadinessInvalid); err != nil {
-				return "", err
-			}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cur); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Sprintf("custom readiness check %q: %s not found", chk.Name, refString(r)), nil
-				}
-				return "", classify(fmt.Sprintf("spec.config.readinessChecks.custom[%d]", i), cur, "reading", err)
-			}
-			for j, req := range chk.Requirements {
-				ok, err := checkRequirement(cur.Object, req)
-				if err != nil {
-					return "", lib.ConfigError(ReasonReadinessInvalid, "spec.config.readinessChecks.custom[%d].requirements[%d]: %v", i, j, err)
-				}
-				if !ok {
-					return fmt.Sprintf("custom readiness check %q: %s: %s %s %v not met", chk.Name, refString(r), req.JSONPath, req.Operator, req.Values), nil
-				}
+		objs, notReady, err := customCheckObjects(ctx, c, i, chk)
+		if err != nil || notReady != "" {
+			return notReady, err
+		}
+		for _, cur := range objs {
+			if notReady, err := meetsRequirements(i, chk, cur); err != nil || notReady != "" {
+				return notReady, err
 			}
 		}
 	}

@@ -174,9 +174,21 @@ type CustomReadinessCheck struct {
 	// Name identifies the check in messages.
 	Name string `json:"name"`
 	// Resource selects the objects the check applies to.
-	Resource []TypedObjectReference `json:"resourceSelector"`
+	// +optional
+	Resource []TypedObjectReference `json:"resourceSelector,omitempty"`
+	// LabelSelector selects the objects of a kind that carry all the
+	// labels, in every namespace; the check waits while none matches.
+	// +optional
+	LabelSelector *LabelSelectorSpec `json:"labelSelector,omitempty"`
 	// Requirements must all hold for every selected object.
 	Requirements []ReadinessRequirement `json:"requirements"`
+}
+
+// LabelSelectorSpec selects objects of one kind by labels.
+type LabelSelectorSpec struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Labels     map[string]string `json:"matchLabels"`
 }
 
 // ReadinessOperator compares the value at a JSONPath with the given values.
