@@ -88,9 +88,18 @@ func manifestObjects(manifestText, namespace string, mapper meta.RESTMapper) ([]
 		if obj.GetNamespace() == "" && namespaced(mapper, obj.GetAPIVersion(), obj.GetKind()) {
 			obj.SetNamespace(namespace)
 		}
-		out = append(out, manifest.SetObject{Field: field, Object: obj})
+		out = append(out, manifest.SetObject{Field: field, Policy: policyOf(obj), Object: obj})
 	}
 	return out, nil
+}
+
+// policyOf keeps an object Helm would keep on uninstall (annotation
+// helm.sh/resource-policy: keep): applied and updated, never deleted.
+func policyOf(obj *unstructured.Unstructured) manifestv1alpha2.ManifestPolicy {
+	if obj.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
+		return manifestv1alpha2.KeepPolicy
+	}
+	return manifestv1alpha2.ManagePolicy
 }
 
 // templateOf is the template a rendered document came from ("# Source: ...").

@@ -90,13 +90,21 @@ func readyMessage(di *lsv1alpha1.DeployItem) string {
 // TestRenderedObjectsLifecycle: with helmDeployment: false the chart is
 // rendered with the target's capabilities and its objects applied without
 // a Helm release; objects that leave the chart are deleted, exports read
-// the values and the objects, deleting the item deletes the objects.
+// the values and the objects, deleting the item deletes the objects (not
+// those Helm keeps).
 func TestRenderedObjectsLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testutil.Namespace(t, env)
 	target(g, ns)
-	ch := chartOf(t, map[string]string{"cm.yaml": greetingCM, "extra.yaml": extraCM})
+	kept := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-kept
+  annotations: {helm.sh/resource-policy: keep}
+data: {greeting: kept}
+`
+	ch := chartOf(t, map[string]string{"cm.yaml": greetingCM, "extra.yaml": extraCM, "kept.yaml": kept})
 	config := func(greet string, extra bool) []byte {
 		return providerConfig(map[string]any{
 			"chart": ch, "name": "plain", "namespace": ns, "helmDeployment": false,
@@ -133,6 +141,7 @@ func TestRenderedObjectsLifecycle(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, di)).To(Succeed())
 	g.Eventually(greeting(g, ns, "plain-cm"), timeout, interval).Should(BeEmpty())
 	g.Eventually(func() bool { return secretExists(ns, lib.ExportSecretName(di)) }, timeout, interval).Should(BeFalse())
+	g.Expect(greeting(g, ns, "plain-kept")()).To(Equal("kept"), "helm.sh/resource-policy: keep is never deleted")
 }
 
 // TestRenderedCRDAndItsObject: the chart's CRDs (crds/) are applied with
