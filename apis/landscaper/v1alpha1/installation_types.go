@@ -176,6 +176,77 @@ type InstallationSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	ExportDataMappings map[string]AnyJSON `json:"exportDataMappings,omitempty"`
+	// AutomaticReconcile starts new jobs of a root installation on its own,
+	// a while after its last job finished.
+	// +optional
+	AutomaticReconcile *AutomaticReconcile `json:"automaticReconcile,omitempty"`
+}
+
+// Annotations of installations beside the operation annotation.
+const (
+	// ReconcileIfChangedAnnotation ("true") on a root installation starts a
+	// job whenever its spec's generation differs from the one the last job
+	// started from, without the reconcile annotation.
+	ReconcileIfChangedAnnotation = GroupName + "/reconcile-if-changed"
+	// TouchAnnotation only causes a watch event: the controller removes it.
+	TouchAnnotation = GroupName + "/touch"
+)
+
+// ConditionAutomaticReconcile says what automaticReconcile has scheduled.
+const ConditionAutomaticReconcile = "AutomaticReconcile"
+
+// AutomaticReconcile configures automatically repeated jobs of a root
+// installation. It never starts the first job.
+type AutomaticReconcile struct {
+	// SucceededReconcile repeats jobs of an installation whose last job
+	// succeeded. Unset: none.
+	// +optional
+	SucceededReconcile *SucceededReconcile `json:"succeededReconcile,omitempty"`
+	// FailedReconcile repeats jobs of an installation whose last job ended
+	// Failed or DeleteFailed. Unset: none.
+	// +optional
+	FailedReconcile *FailedReconcile `json:"failedReconcile,omitempty"`
+}
+
+// SucceededReconcile configures the jobs repeated after a job succeeded.
+type SucceededReconcile struct {
+	// Interval between the end of a succeeded job and the next one; 24h if unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self != 'none'",message="interval must be a duration such as 5m"
+	Interval *Duration `json:"interval,omitempty"`
+}
+
+// FailedReconcile configures the jobs repeated after a job failed.
+type FailedReconcile struct {
+	// NumberOfReconciles limits the automatic jobs after failed ones; the
+	// count starts anew when a job succeeds, the spec changes or a job is
+	// started by the reconcile annotation. Unset: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	NumberOfReconciles *int32 `json:"numberOfReconciles,omitempty"`
+	// Interval between the end of a failed job and the next one; 5m if unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self != 'none'",message="interval must be a duration such as 5m"
+	Interval *Duration `json:"interval,omitempty"`
+}
+
+// AutomaticReconcileStatus is what automaticReconcile last started.
+type AutomaticReconcileStatus struct {
+	// Generation is the installation's generation when the job started.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// NumberOfReconciles counts the automatic jobs started in a row after failed ones.
+	// +optional
+	NumberOfReconciles int32 `json:"numberOfReconciles,omitempty"`
+	// LastReconcileTime is when the last automatic job started.
+	// +optional
+	LastReconcileTime *metav1.Time `json:"lastReconcileTime,omitempty"`
+	// OnFailed is true when the last automatic job followed a failed one.
+	// +optional
+	OnFailed bool `json:"onFailed,omitempty"`
+	// JobID is the job the last automatic start started.
+	// +optional
+	JobID string `json:"jobID,omitempty"`
 }
 
 // InstallationStatus is the installation's progress through its current job.
@@ -210,6 +281,9 @@ type InstallationStatus struct {
 	// ExecutionReference points at the installation's execution.
 	// +optional
 	ExecutionReference *ObjectReference `json:"executionRef,omitempty"`
+	// AutomaticReconcileStatus is what spec.automaticReconcile last started.
+	// +optional
+	AutomaticReconcileStatus *AutomaticReconcileStatus `json:"automaticReconcileStatus,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -221,6 +295,7 @@ type InstallationStatus struct {
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.lastError.message`,priority=1
 // +kubebuilder:printcolumn:name="JobID",type=string,JSONPath=`.status.jobID`,priority=1
 // +kubebuilder:printcolumn:name="JobIDFinished",type=string,JSONPath=`.status.jobIDFinished`,priority=1
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.conditions[?(@.type=="AutomaticReconcile")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Installation instantiates a blueprint: it templates sub-installations and an
