@@ -22,14 +22,17 @@ const name = "mock-deployer"
 
 func main() {
 	var f cmdutil.Flags
+	var opts mock.Options
 	app.Main(name, app.Setup{
-		BindFlags: func(fs *pflag.FlagSet) { f.Bind(fs) },
+		BindFlags: func(fs *pflag.FlagSet) { f.Bind(fs); opts.BindFlags(fs) },
 		Register: func(_ context.Context, mgr ctrl.Manager, _ manager.Options) error {
 			id, sel, err := f.Resolve(name)
 			if err != nil {
 				return err
 			}
-			return mock.AddToManager(mgr, mock.Options{Name: name, Identity: id, Version: version, TargetSelector: sel, DefaultTimeout: f.DefaultTimeout, CallTimeout: f.CallTimeout})
+			opts.Name, opts.Identity, opts.Version, opts.TargetSelector = name, id, version, sel
+			opts.DefaultTimeout, opts.CallTimeout = f.DefaultTimeout, f.CallTimeout
+			return mock.AddToManager(mgr, opts)
 		},
 	})
 }

@@ -8,11 +8,20 @@
 //	apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
 //	kind: ProviderConfiguration
 //	phase: Succeeded        # Succeeded (default) | Failed | Progressing (stays running until aborted)
+//	initialPhase: Failed    # optional, Landscaper's: the phase when phase is not set
 //	delay: 2s               # optional: stay Progressing this long first (a requeue, not a sleep)
+//	continuousReconcile:    # optional: run a Succeeded item again (cron or every)
+//	  every: 5m
 //	providerStatus: {...}   # optional: copied into status.providerStatus (give it apiVersion and kind)
 //	export: {...}           # optional: published in the export Secret
 //
-// An empty spec.config behaves like phase Succeeded. A configuration that
+// An empty spec.config behaves like phase Succeeded. initialPhase is, in
+// Landscaper, the phase a job takes when it starts; every job starts afresh,
+// so without phase it is the phase each job ends in. continuousReconcile
+// runs a Succeeded item again on its schedule (same job, its export written
+// again), never more often than Options.MinContinuousReconcileInterval
+// (--min-continuous-reconcile-interval, default 1m): a more frequent one
+// fails the item naming the bound. A configuration that
 // cannot be decoded (unknown fields, wrong apiVersion/kind, unknown phase)
 // ends the job Failed with ERR_CONFIGURATION_PROBLEM and a lastError naming
 // the field.

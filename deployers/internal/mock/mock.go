@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mockv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/mock/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 	"github.com/terrace-dev/terrace/kit/timeout"
@@ -54,6 +56,24 @@ type Options struct {
 	Namespaces []string
 	// Hooks are extension hooks to register (optional).
 	Hooks extension.ReconcileExtensionHooks
+	// MinContinuousReconcileInterval is the most frequent
+	// spec.config.continuousReconcile an item may ask for (default
+	// DefaultMinContinuousReconcileInterval); a more frequent one fails the
+	// item (--min-continuous-reconcile-interval).
+	MinContinuousReconcileInterval time.Duration
+}
+
+// DefaultMinContinuousReconcileInterval is the default of
+// Options.MinContinuousReconcileInterval, the manifest deployer's.
+const DefaultMinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
+
+// BindFlags registers the mock deployer's own flags on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	if o.MinContinuousReconcileInterval <= 0 {
+		o.MinContinuousReconcileInterval = DefaultMinContinuousReconcileInterval
+	}
+	fs.DurationVar(&o.MinContinuousReconcileInterval, "min-continuous-reconcile-interval", o.MinContinuousReconcileInterval,
+		"The most frequent spec.config.continuousReconcile (every, or the shortest gap of cron) a mock deploy item may ask for; a more frequent one fails the item.")
 }
 
 // AddToManager registers the mock deployer controller with mgr.
@@ -61,13 +81,16 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
-	hooks := extension.ReconcileExtensionHooks{}
+	if opts.MinContinuousReconcileInterval <= 0 {
+		opts.MinContinuousReconcileInterval = DefaultMinContinuousReconcileInterval
+	}
+	hooks := extension.ReconcileExtensionHooks{}.RegisterHookSetup(continuousReconcileHook(opts.MinContinuousReconcileInterval))
 	for ht, fns := range opts.Hooks {
 		for _, fn := range fns {
 			hooks.RegisterHook(fn, ht)
 		}
 	}
-	d := &deployer{client: mgr.GetClient(), fieldOwner: opts.Name, hooks: hooks}
+	d := &deployer{client: mgr.GetClient(), fieldOwner: opts.Name, hooks: hooks, minEvery: opts.MinContinuousReconcileInterval}
 	return lib.AddToManager(mgr, d, lib.Options{
 		Type:           Type,
 		Name:           opts.Name,
@@ -84,6 +107,8 @@ type deployer struct {
 	client     client.Client
 	fieldOwner string
 	hooks      extension.ReconcileExtensionHooks
+	// minEvery is Options.MinContinuousReconcileInterval.
+	minEvery time.Duration
 }
 
 func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return d.hooks }
@@ -102,15 +127,32 @@ func ParseConfig(raw []byte) (*mockv1alpha1.ProviderConfiguration, error) {
 	if gv := mockv1alpha1.SchemeGroupVersion.String(); cfg.APIVersion != "" && (cfg.APIVersion != gv || cfg.Kind != "ProviderConfiguration") {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config: apiVersion/kind %s/%s is not %s/ProviderConfiguration", cfg.APIVersion, cfg.Kind, gv)
 	}
-	switch lsv1alpha1.Phase(cfg.Phase) {
-	case "", lsv1alpha1.PhaseSucceeded, lsv1alpha1.PhaseFailed, lsv1alpha1.PhaseProgressing:
-	default:
-		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.phase: %q is not one of Succeeded, Failed, Progressing", cfg.Phase)
+	for _, f := range []struct{ field, phase string }{{"phase", cfg.Phase}, {"initialPhase", cfg.InitialPhase}} {
+		switch lsv1alpha1.Phase(f.phase) {
+		case "", lsv1alpha1.PhaseSucceeded, lsv1alpha1.PhaseFailed, lsv1alpha1.PhaseProgressing:
+		default:
+			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.%s: %q is not one of Succeeded, Failed, Progressing", f.field, f.phase)
+		}
 	}
 	if cfg.Delay != nil && cfg.Delay.Duration < 0 {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.delay: %s is negative", cfg.Delay.Duration)
 	}
+	if _, err := continuousSchedule(cfg.ContinuousReconcile); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// outcome is the phase a job ends in: phase, else initialPhase, else
+// Succeeded; and the field that asked for it, for messages.
+func outcome(cfg *mockv1alpha1.ProviderConfiguration) (lsv1alpha1.Phase, string) {
+	switch {
+	case cfg.Phase != "":
+		return lsv1alpha1.Phase(cfg.Phase), "spec.config.phase"
+	case cfg.InitialPhase != "":
+		return lsv1alpha1.Phase(cfg.InitialPhase), "spec.config.initialPhase"
+	}
+	return lsv1alpha1.PhaseSucceeded, ""
 }
 
 func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
@@ -121,6 +163,9 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	}
 	cfg, err := ParseConfig(raw)
 	if err != nil {
+		return lib.Result{}, err
+	}
+	if err := checkContinuous(cfg.ContinuousReconcile, d.minEvery); err != nil {
 		return lib.Result{}, err
 	}
 	if cfg.Delay != nil && cfg.Delay.Duration > 0 && di.Status.LastReconcileTime != nil {
@@ -138,12 +183,12 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 	} else if err := lib.ClearExport(ctx, d.client, di); err != nil {
 		return lib.Result{}, err
 	}
-	switch lsv1alpha1.Phase(cfg.Phase) {
+	switch p, field := outcome(cfg); p {
 	case lsv1alpha1.PhaseFailed:
-		return lib.Result{}, lib.ConfigError(ReasonMockFailed, "spec.config.phase: the mock configuration asks for phase Failed")
+		return lib.Result{}, lib.ConfigError(ReasonMockFailed, "%s: the mock configuration asks for phase Failed", field)
 	case lsv1alpha1.PhaseProgressing:
 		// Stays running until aborted; no requeue: nothing will change by itself.
-		return lib.PendingFor(0, "mock configuration keeps the item Progressing"), nil
+		return lib.PendingFor(0, fmt.Sprintf("mock configuration (%s) keeps the item Progressing", field)), nil
 	}
 	return lib.Done(), nil
 }

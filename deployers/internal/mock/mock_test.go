@@ -29,7 +29,7 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	// One mock deployer serves every test; tests use their own namespaces.
 	os.Exit(testutil.RunMain(m, &env, func(mgr ctrl.Manager) error {
-		return mock.AddToManager(mgr, mock.Options{Version: "test"})
+		return mock.AddToManager(mgr, mock.Options{Version: "test", MinContinuousReconcileInterval: time.Second})
 	}))
 }
 

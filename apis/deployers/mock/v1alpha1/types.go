@@ -35,6 +35,11 @@ type ProviderConfiguration struct {
 	// the item running (to exercise timeouts).
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// InitialPhase is Landscaper's phase of a job when it starts, used when
+	// Phase is not set: Succeeded, Failed or Progressing. Every job starts
+	// afresh, so it is the phase each job of such an item ends in.
+	// +optional
+	InitialPhase string `json:"initialPhase,omitempty"`
 	// ProviderStatus is copied into the item's status.providerStatus.
 	// +optional
 	ProviderStatus *runtime.RawExtension `json:"providerStatus,omitempty"`
@@ -45,4 +50,18 @@ type ProviderConfiguration struct {
 	// in Phase; the deployer requeues instead of blocking a worker.
 	// +optional
 	Delay *metav1.Duration `json:"delay,omitempty"`
+	// ContinuousReconcile runs a Succeeded item again on a schedule: at most
+	// one of cron and every.
+	// +optional
+	ContinuousReconcile *ContinuousReconcileSpec `json:"continuousReconcile,omitempty"`
+}
+
+// ContinuousReconcileSpec says when a Succeeded item is reconciled again.
+type ContinuousReconcileSpec struct {
+	// Cron is a five-field crontab schedule, in UTC (e.g. "0 */6 * * *").
+	// +optional
+	Cron string `json:"cron,omitempty"`
+	// Every is the interval between reconciles (e.g. "5m").
+	// +optional
+	Every *metav1.Duration `json:"every,omitempty"`
 }
