@@ -12,13 +12,15 @@ type TargetSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Type string `json:"type"`
 	// Config is the type-specific configuration; for kubernetes-cluster targets
-	// {"kubeconfig": "<kubeconfig YAML>"}.
+	// {"kubeconfig": "<kubeconfig YAML>"}, {"kubeconfig": {"secretRef": {name,
+	// key}}} or {"selfConfig": {"serviceAccount": {"name": ...}}}.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Config *AnyJSON `json:"config,omitempty"`
-	// SecretRef reads the configuration from a Secret key in the Target's
-	// namespace instead (for kubernetes-cluster targets: the kubeconfig).
+	// SecretRef reads the configuration from a Secret in the Target's
+	// namespace instead: the value of key (the whole configuration), or
+	// without key the Secret's data, one field per key.
 	// +optional
 	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
 }
