@@ -14,7 +14,6 @@ import (
 
 	helmv1alpha1 "github.com/terrace-dev/terrace/apis/deployers/helm/v1alpha1"
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
-	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
 
@@ -27,7 +26,8 @@ type config struct {
 
 // parseConfig decodes spec.config strictly; every problem is a
 // configuration error naming the field.
-func parseConfig(di *lsv1alpha1.DeployItem) (*config, error) {
+// minEvery is the most frequent continuousReconcile allowed.
+func parseConfig(di *lsv1alpha1.DeployItem, minEvery time.Duration) (*config, error) {
 	if di.Spec.Config == nil || len(di.Spec.Config.Raw) == 0 {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config: a helm deploy item needs a ProviderConfiguration")
 	}
@@ -52,7 +52,7 @@ func parseConfig(di *lsv1alpha1.DeployItem) (*config, error) {
 	default:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.updateStrategy: %q is not one of update, patch", s.UpdateStrategy)
 	}
-	if err := checkContinuous(s.ContinuousReconcile, manifest.DefaultMinContinuousReconcileInterval); err != nil {
+	if err := checkContinuous(s.ContinuousReconcile, minEvery); err != nil {
 		return nil, err
 	}
 	vals, err := parseValues(s.Values)

@@ -34,7 +34,7 @@ func tracer() trace.Tracer { return otel.Tracer(TracerName) }
 // by the manifest deployer's machinery. Then it waits for readiness and
 // writes the exports.
 func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {
-	cfg, err := parseConfig(req.Item)
+	cfg, err := parseConfig(req.Item, d.minEvery)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -75,7 +75,7 @@ func (d *deployer) deployAsRelease(ctx context.Context, req *lib.Request, g *tar
 		}
 	}
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeployRelease")
-	rel, err := d.deployRelease(sctx, ac, cfg, ch)
+	rel, err := d.deployRelease(sctx, ac, cfg, ch, req.Forced)
 	tracing.EndStep(span, err)
 	if err != nil {
 		return lib.Result{}, err

@@ -31,14 +31,18 @@
 //	helmDeployment: false                      # render and apply the objects, no Helm release
 //	deletionGroups: [...]                      # helmDeployment: false only, as the manifest deployer's
 //	deletionGroupsDuringUpdate: [...]
-//	continuousReconcile: {every: 1h}       # or {cron: "0 */6 * * *"}
+//	continuousReconcile: {every: 1h}           # or {cron: "0 */6 * * *"}; at least --min-continuous-reconcile-interval
 //
-// Chart sources: chart.ref is pulled from an OCI registry with Helm's
-// registry client (anonymously; plain HTTP only to a loopback registry,
-// which --allow-loopback-registries must allow); chart.archive.raw is an
-// inline archive. Both are bounded by --max-chart-bytes. The other sources
-// (archive.remote, helmChartRepo, resourceRef, fromResource) end the item
-// Failed with ERR_CONFIGURATION_PROBLEM and a message saying they are not
+// Chart sources: chart.ref (an OCI registry; registryPullSecrets of the
+// item's Context give credentials), chart.archive.raw (inline),
+// chart.archive.remote.url and chart.helmChartRepo (a classic repository's
+// index.yaml; helmChartRepoCredentials of the Context give credentials).
+// Plain HTTP and loopback addresses only with --allow-loopback-registries;
+// every download is bounded by --max-chart-bytes and
+// --registry-request-timeout. Archives are cached by digest, in memory
+// (--chart-cache-bytes) and optionally on disk (--chart-cache-dir).
+// resourceRef and fromResource (component resources) end the item Failed
+// with ERR_CONFIGURATION_PROBLEM and a message saying they are not
 // supported yet.
 //
 // With helmDeployment: false the chart is rendered as helm template does
@@ -53,7 +57,9 @@
 // rendered objects.
 //
 // Reconcile installs the release, or upgrades it when its chart or values
-// changed (an unchanged release is left alone); release records are Secrets
+// changed (an unchanged release is left alone, except by the scheduled
+// reconciles of continuousReconcile, which upgrade it to put back what
+// drifted); release records are Secrets
 // in the release namespace, at most --max-release-history revisions.
 // status.providerStatus lists the release's objects. Deleting the item
 // uninstalls the release, unless the item carries

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
 	"github.com/terrace-dev/terrace/kit/timeout"
@@ -55,6 +56,11 @@ type Options struct {
 	TargetClients lib.TargetClientOptions
 	// Charts bound every chart download.
 	Charts ChartSourceOptions
+	// MinContinuousReconcileInterval is the most frequent
+	// spec.config.continuousReconcile an item may ask for
+	// (--min-continuous-reconcile-interval, default 1m); a more frequent
+	// schedule fails the item.
+	MinContinuousReconcileInterval time.Duration
 	// MaxReleaseHistory is how many revisions of a release Helm keeps on
 	// the target (--max-release-history, default 10); older ones are
 	// deleted on upgrade.
@@ -125,6 +131,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	if o.MaxReleaseHistory <= 0 {
 		o.MaxReleaseHistory = DefaultMaxReleaseHistory
 	}
+	if o.MinContinuousReconcileInterval <= 0 {
+		o.MinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
+	}
+	fs.DurationVar(&o.MinContinuousReconcileInterval, "min-continuous-reconcile-interval", o.MinContinuousReconcileInterval,
+		"The most frequent spec.config.continuousReconcile (every, or the gap between two cron times) a helm deploy item may ask for; a more frequent one fails the item.")
 	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
 		"How many revisions of a release Helm keeps on the target cluster (release Secrets); older ones are deleted on upgrade.")
 	fs.Var(byteQuantity{&o.Charts.MaxChartBytes}, "max-chart-bytes",
@@ -160,6 +171,9 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.MaxReleaseHistory <= 0 {
 		opts.MaxReleaseHistory = DefaultMaxReleaseHistory
 	}
+	if opts.MinContinuousReconcileInterval <= 0 {
+		opts.MinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
+	}
 	charts, err := newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader())
 	if err != nil {
 		return err
@@ -170,6 +184,8 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		targets:    newTargetClients(mgr, opts.TargetClients),
 		charts:     charts,
 		maxHistory: opts.MaxReleaseHistory,
+		minEvery:   opts.MinContinuousReconcileInterval,
+		hooks:      extension.ReconcileExtensionHooks{}.RegisterHookSetup(continuousReconcileHook(opts.MinContinuousReconcileInterval)),
 	}
 	return lib.AddToManager(mgr, d, lib.Options{
 		Type:           Type,
@@ -191,9 +207,13 @@ type deployer struct {
 	charts     *chartSource
 	// maxHistory is Options.MaxReleaseHistory.
 	maxHistory int
+	// minEvery is Options.MinContinuousReconcileInterval.
+	minEvery time.Duration
+	// hooks run continuousReconcile.
+	hooks extension.ReconcileExtensionHooks
 }
 
-func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return nil }
+func (d *deployer) ExtensionHooks() extension.ReconcileExtensionHooks { return d.hooks }
 
 // ForceReconcile deploys as Reconcile does: every reconcile upgrades.
 func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Result, error) {

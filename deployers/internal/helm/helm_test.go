@@ -35,8 +35,10 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	os.Exit(testutil.RunMain(m, &env, func(mgr ctrl.Manager) error {
 		return helm.AddToManager(mgr, helm.Options{Identity: "helm-id", Version: "test",
-			TargetClients: lib.TargetClientOptions{AllowLoopback: true},
-			Charts:        helm.ChartSourceOptions{AllowLoopback: true}})
+			// Short enough for TestContinuousReconcileRepairsDrift.
+			MinContinuousReconcileInterval: time.Second,
+			TargetClients:                  lib.TargetClientOptions{AllowLoopback: true},
+			Charts:                         helm.ChartSourceOptions{AllowLoopback: true}})
 	}))
 }
 

@@ -352,8 +352,8 @@ func TestBadChecksConfiguration(t *testing.T) {
 				"fromObjectRef": map[string]string{"apiVersion": "v1", "kind": "Secret", "jsonPath": ".data"}}}}},
 		{"group", manifest.ReasonDeletionGroupInvalid, `spec.config.deletionGroups[0].predefinedResourceGroup.type: "pods" is not one of`,
 			map[string]any{"helmDeployment": false, "deletionGroups": []map[string]any{{"predefinedResourceGroup": map[string]string{"type": "pods"}}}}},
-		{"every", lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: 1s is below the deployer's minimum of 1m0s (--min-continuous-reconcile-interval)",
-			map[string]any{"continuousReconcile": map[string]string{"every": "1s"}}},
+		{"every", lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: 500ms is below the deployer's minimum of 1s (--min-continuous-reconcile-interval)",
+			map[string]any{"continuousReconcile": map[string]string{"every": "500ms"}}},
 		{"cron", lib.ReasonInvalidConfig, `spec.config.continuousReconcile.cron: minute field "61": "61" is not a number from 0 to 59`,
 			map[string]any{"continuousReconcile": map[string]string{"cron": "61 * * * *"}}},
 	}

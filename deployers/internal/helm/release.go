@@ -46,8 +46,10 @@ func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.C
 }
 
 // deployRelease installs the release, or upgrades it when it exists and
-// its chart or values changed; an unchanged release is left alone.
-func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart) (*release.Release, error) {
+// its chart or values changed; an unchanged release is left alone, unless
+// the reconcile is forced (continuousReconcile): then the upgrade puts back
+// what drifted on the target.
+func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart, forced bool) (*release.Release, error) {
 	name, ns := cfg.spec.Name, cfg.spec.Namespace
 	last, err := ac.Releases.Last(name)
 	switch {
@@ -56,7 +58,7 @@ func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, 
 	case err != nil:
 		return nil, lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", ns, name, err))
 	}
-	if last.Info != nil && last.Info.Status == release.StatusDeployed && sameContent(last, ch, cfg) {
+	if !forced && last.Info != nil && last.Info.Status == release.StatusDeployed && sameContent(last, ch, cfg) {
 		return last, nil
 	}
 	if last.Info != nil && last.Info.Status == release.StatusUninstalled {

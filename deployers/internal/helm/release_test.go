@@ -110,3 +110,23 @@ func TestBadConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// TestContinuousReconcileRepairsDrift: an item with continuousReconcile is
+// reconciled again on its schedule, and the upgrade that forced reconcile
+// runs puts back an object of the release that was deleted on the target.
+func TestContinuousReconcileRepairsDrift(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	di := createItem(g, ns, "drift", providerConfig(map[string]any{
+		"chart": rawArchive(t), "name": "drift", "namespace": ns, "values": map[string]string{"greeting": "steady"},
+		"continuousReconcile": map[string]string{"every": "2s"},
+	}))
+	g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+	g.Expect(greeting(g, ns, "drift-cm")()).To(Equal("steady"))
+
+	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drift-cm"}})).To(Succeed())
+	g.Eventually(greeting(g, ns, "drift-cm"), timeout, interval).Should(Equal("steady"), "the scheduled reconcile upgrades the release")
+	g.Expect(secretExists(ns, "sh.helm.release.v1.drift.v2")).To(BeTrue(), "the repair is a new revision")
+}
