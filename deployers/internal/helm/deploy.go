@@ -67,6 +67,11 @@ func (d *deployer) deployAsRelease(ctx context.Context, req *lib.Request, g *tar
 	if err != nil {
 		return lib.Result{}, err
 	}
+	if len(ch.CRDObjects()) > 0 {
+		// Helm installs the chart's CRDs first and then reads the
+		// capabilities afresh, so that the templates see the new kinds.
+		ac.Capabilities = nil
+	}
 	// Recorded before Helm writes anything: a failed install may leave a
 	// release behind, and deleting the item must uninstall it.
 	if req.Item.Status.ProviderStatus == nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,14 +34,11 @@ func render(g *targetGetter, mapper meta.RESTMapper, cfg *config, ch *chart.Char
 	i.ReleaseName, i.Namespace = cfg.spec.Name, cfg.spec.Namespace
 	i.DryRun, i.ClientOnly, i.IncludeCRDs, i.Replace = true, true, true, true
 	i.SkipSchemaValidation = cfg.ops.install.SkipSchemaValidation
-	sv, err := g.discovery.ServerVersion()
+	caps, err := g.capabilities()
 	if err != nil {
-		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("reading the target's Kubernetes version: %w", err))
+		return nil, err
 	}
-	i.KubeVersion = &chartutil.KubeVersion{Version: sv.GitVersion, Major: sv.Major, Minor: sv.Minor}
-	if i.APIVersions, err = action.GetVersionSet(g.discovery); err != nil {
-		return nil, lib.TransientError(ReasonUnreachable, fmt.Errorf("reading the target's API versions: %w", err))
-	}
+	i.KubeVersion, i.APIVersions = &caps.KubeVersion, caps.APIVersions
 	rel, err := i.RunWithContext(context.Background(), ch, cfg.values)
 	if err != nil {
 		return nil, releaseError("template", cfg, err)

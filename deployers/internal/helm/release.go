@@ -42,6 +42,11 @@ func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.C
 	if kc, ok := ac.KubeClient.(*kube.Client); ok {
 		kc.Namespace = namespace
 	}
+	caps, err := g.capabilities()
+	if err != nil {
+		return nil, err
+	}
+	ac.Capabilities = caps
 	return ac, nil
 }
 

@@ -54,6 +54,8 @@ type targetGetter struct {
 	cfg       *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
+	// version is the target's Kubernetes version, read once in a while.
+	version serverVersion
 }
 
 func (g *targetGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
