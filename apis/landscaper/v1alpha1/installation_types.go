@@ -212,7 +212,7 @@ type AutomaticReconcile struct {
 type SucceededReconcile struct {
 	// Interval between the end of a succeeded job and the next one; 24h if unset.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self != 'none'",message="interval must be a duration such as 5m"
+	// +kubebuilder:validation:XValidation:rule="self != 'none' && duration(self) > duration('0s')",message="interval must be a positive duration such as 5m"
 	Interval *Duration `json:"interval,omitempty"`
 }
 
@@ -226,7 +226,7 @@ type FailedReconcile struct {
 	NumberOfReconciles *int32 `json:"numberOfReconciles,omitempty"`
 	// Interval between the end of a failed job and the next one; 5m if unset.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self != 'none'",message="interval must be a duration such as 5m"
+	// +kubebuilder:validation:XValidation:rule="self != 'none' && duration(self) > duration('0s')",message="interval must be a positive duration such as 5m"
 	Interval *Duration `json:"interval,omitempty"`
 }
 

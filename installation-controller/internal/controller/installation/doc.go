@@ -5,9 +5,12 @@
 // Succeeded/Failed) or the deletion flow (InitDelete → TriggerDelete →
 // Deleting → gone/DeleteFailed), and ends with jobIDFinished = jobID.
 //
-// Reconcile (installation_controller.go) runs four steps of kit/flow:
+// Reconcile (installation_controller.go) runs five steps of kit/flow:
 // ensureFinalizer and startJob (job_start.go: the start rules of package
-// jobs), handleInterrupt (interrupt.go) and runPhase (installation_phases.go),
+// jobs), handleInterrupt (interrupt.go), startAutomatically
+// (automatic_reconcile.go: automaticReconcile, reconcile-if-changed and
+// touch play the reconcile annotation for an idle root; automatic_plan.go
+// decides when) and runPhase (installation_phases.go),
 // which runs the phases: phase_init.go, orphans.go (CleanupOrphaned),
 // phase_progressing.go (ObjectsCreated, Progressing), phase_completing.go,
 // phase_deletion.go (InitDelete, TriggerDelete, Deleting), with

@@ -283,6 +283,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	out, err := flow.Run(ctx, s,
 		r.ensureFinalizer,
 		r.handleInterrupt,
+		r.startAutomatically,
 		r.startJob,
 		r.runPhase,
 	)

@@ -20,6 +20,7 @@ const (
 	FlagMaxImports                      = "--max-imports"
 	FlagMaxImportBytes                  = "--max-import-bytes"
 	FlagRenderTimeout                   = "--render-timeout"
+	FlagMinAutomaticReconcileInterval   = "--min-automatic-reconcile-interval"
 )
 
 // Defaults of the bounds. An installation's blueprint and imports are
@@ -45,6 +46,9 @@ const (
 	// DefaultRenderTimeout is the deadline of all renders and data mappings
 	// of one reconcile together.
 	DefaultRenderTimeout = 10 * time.Second
+	// DefaultMinAutomaticReconcileInterval is the shortest interval of a
+	// root's automaticReconcile: each automatic job is a whole job.
+	DefaultMinAutomaticReconcileInterval = time.Minute
 )
 
 // Options configure the controller. Zero bounds mean their defaults.
@@ -69,6 +73,9 @@ type Options struct {
 	// TemplateMemoryBudget is the process-wide budget of all renders in
 	// flight (tmpl.SetProcessBudget); 0 keeps tmpl.DefaultProcessBudget.
 	TemplateMemoryBudget int64
+	// MinAutomaticReconcileInterval raises shorter automaticReconcile
+	// intervals to itself.
+	MinAutomaticReconcileInterval time.Duration
 }
 
 // BindFlags registers the options as flags on fs; fields already set are
@@ -89,6 +96,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Deadline of all template renders and data mappings of one reconcile together.")
 	fs.Int64Var(&o.TemplateMemoryBudget, flagName(tmpl.ProcessBudgetFlag), d.TemplateMemoryBudget,
 		"Process-wide memory budget, in bytes, of all template renders in flight; a render that cannot get its share fails or is retried.")
+	fs.DurationVar(&o.MinAutomaticReconcileInterval, flagName(FlagMinAutomaticReconcileInterval), d.MinAutomaticReconcileInterval,
+		"Shortest interval of an installation's spec.automaticReconcile; shorter intervals are raised to it.")
 }
 
 // withDefaults returns o with every zero bound set to its default.
@@ -107,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RenderTimeout <= 0 {
 		o.RenderTimeout = DefaultRenderTimeout
+	}
+	if o.MinAutomaticReconcileInterval <= 0 {
+		o.MinAutomaticReconcileInterval = DefaultMinAutomaticReconcileInterval
 	}
 	if o.TemplateMemoryBudget <= 0 {
 		o.TemplateMemoryBudget = tmpl.DefaultProcessBudget

@@ -114,7 +114,7 @@ func startManager(t testing.TB) {
 				fmt.Fprintln(os.Stderr, "manager did not stop within 30s")
 			}
 		}
-		if err := installation.AddToManager(ctx, mgr, installation.Options{Rechecks: noRechecks{}}); err != nil {
+		if err := installation.AddToManager(ctx, mgr, installation.Options{Rechecks: noRechecks{}, MinAutomaticReconcileInterval: time.Second}); err != nil {
 			mgrErr = err
 			return
 		}
