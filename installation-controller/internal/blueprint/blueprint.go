@@ -45,6 +45,13 @@ type Blueprint struct {
 	ExportExecutions          []Execution
 	Subinstallations          []InstallationTemplate
 	SubinstallationExecutions []Execution
+	// ImportExecutions run after the imports are read and checked, before
+	// every other execution: they add bindings to the imports or fail the
+	// installation (import_executions.go).
+	ImportExecutions []Execution
+	// JSONSchemaVersion is the draft of the schemas that name none with
+	// $schema; empty means draft 2020-12.
+	JSONSchemaVersion string
 	// Files is the blueprint's filesystem.
 	Files map[string]string
 	// LocalTypes are the JSON schemas the blueprint names for its
@@ -68,6 +75,9 @@ type FieldDefinition struct {
 	Schema any
 	// TargetType is the required type of a target field, empty if any.
 	TargetType string
+	// Condition is the optional import this one is nested under (a
+	// conditional import): it is only required when that one is there.
+	Condition string
 }
 
 // Execution is one executor: a GoTemplate either inline or in a file.
@@ -146,20 +156,24 @@ func Parse(files map[string]string) (*Blueprint, error) {
 		var err error
 		switch key {
 		case "imports":
-			bp.Imports, err = parseFields(val, true)
+			bp.Imports, err = parseFields(val, true, "")
 		case "exports":
-			bp.Exports, err = parseFields(val, false)
+			bp.Exports, err = parseFields(val, false, "")
 		case "deployExecutions":
 			bp.DeployExecutions, err = parseExecutions(val, files)
 		case "exportExecutions":
 			bp.ExportExecutions, err = parseExecutions(val, files)
 		case "subinstallationExecutions":
 			bp.SubinstallationExecutions, err = parseExecutions(val, files)
+		case "importExecutions":
+			bp.ImportExecutions, err = parseExecutions(val, files)
 		case "subinstallations":
 			bp.Subinstallations, err = parseSubinstallations(val, files)
 		case "localTypes":
 			bp.LocalTypes, err = parseLocalTypes(val)
-		case "apiVersion", "kind", "jsonSchema", "jsonSchemaVersion", "annotations":
+		case "jsonSchemaVersion", "jsonSchema":
+			bp.JSONSchemaVersion, err = parseSchemaVersion(val)
+		case "apiVersion", "kind", "annotations":
 		default:
 			err = errorf(lsv1alpha1.BlueprintFileName, root.Content[i].Line, "unknown field %q", key)
 		}
@@ -209,7 +223,7 @@ type rawDefault struct {
 	Value any `yaml:"value"`
 }
 
-func parseFields(n *yaml.Node, imports bool) ([]FieldDefinition, error) {
+func parseFields(n *yaml.Node, imports bool, condition string) ([]FieldDefinition, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, errorf(lsv1alpha1.BlueprintFileName, n.Line, "imports and exports must be lists")
 	}
@@ -222,10 +236,7 @@ func parseFields(n *yaml.Node, imports bool) ([]FieldDefinition, error) {
 		if rf.Name == "" {
 			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "an import or export needs a name")
 		}
-		if _, nested := rf.Extra["imports"]; nested {
-			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "import %q has nested imports (conditional imports), which Terrace does not support", rf.Name)
-		}
-		fd := FieldDefinition{Name: rf.Name, Type: rf.Type, Schema: rf.Schema, TargetType: rf.TargetType, Required: imports}
+		fd := FieldDefinition{Name: rf.Name, Type: rf.Type, Schema: rf.Schema, TargetType: rf.TargetType, Required: imports, Condition: condition}
 		if fd.Type == "" {
 			// Landscaper's older format has no type: a targetType marks a target.
 			fd.Type = TypeData
@@ -251,6 +262,11 @@ func parseFields(n *yaml.Node, imports bool) ([]FieldDefinition, error) {
 		}
 		fd.Schema = normalize(fd.Schema)
 		out = append(out, fd)
+		nested, err := parseConditionalImports(item, fd, imports)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nested...)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,8 +62,8 @@ func (b *Blueprint) CompleteImportsContext(ctx context.Context, values map[strin
 			case def.HasDefault:
 				out[def.Name] = def.Default
 				continue
-			case def.Required:
-				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("the blueprint requires this %s import, but the installation does not provide it (add it to spec.imports.%s)", def.Type, specList(def.Type))}
+			case def.Required && conditionMet(def, out):
+				return nil, &ImportError{Name: def.Name, Msg: fmt.Sprintf("the blueprint requires this %s import%s, but the installation does not provide it (add it to spec.imports.%s)", def.Type, conditionNote(def), specList(def.Type))}
 			default:
 				continue
 			}
@@ -162,7 +163,7 @@ func (b *Blueprint) schemas() (*schema.Set, error) {
 			fields[exportField(def.Name)] = def.Schema
 		}
 	}
-	return schema.Compile(schema.Document{Fields: fields, LocalTypes: b.LocalTypes, Files: b.Files})
+	return schema.Compile(schema.Document{Fields: fields, LocalTypes: b.LocalTypes, Files: b.Files, DefaultDraft: b.JSONSchemaVersion})
 }
 
 func source(ex Execution) tmpl.Source {
@@ -190,17 +191,24 @@ func (b *Blueprint) DeployItems(values map[string]any, targetNames map[string]st
 // DeployItemsContext is DeployItems within ctx, for target imports of every
 // kind: every render stops at ctx's deadline, the reconcile's.
 func (b *Blueprint) DeployItemsContext(ctx context.Context, values map[string]any, targets ImportedTargets) ([]lsv1alpha1.DeployItemTemplate, error) {
+	return b.deployItems(ctx, values, targets, nil, nil)
+}
+
+// deployItems renders the deploy executions, each with its state of prev,
+// and records the states they render in written (when not nil).
+func (b *Blueprint) deployItems(ctx context.Context, values map[string]any, targets ImportedTargets, prev, written State) ([]lsv1alpha1.DeployItemTemplate, error) {
 	var items []lsv1alpha1.DeployItemTemplate
 	seen := map[string]string{}
 	for _, ex := range b.DeployExecutions {
-		out, err := tmpl.ExecuteContext(ctx, source(ex), values)
+		out, err := tmpl.ExecuteContext(ctx, source(ex), withState(values, prev[DeployStateKey(ex.Name)]))
 		if err != nil {
 			return nil, err
 		}
-		list, err := renderedList(ex, out, "deployItems")
+		list, err := renderedList(ex, out, "deployItems", stateKey)
 		if err != nil {
 			return nil, err
 		}
+		recordState(out, DeployStateKey(ex.Name), written)
 		var rendered []renderedItem
 		if err := reencode(list, &rendered); err != nil {
 			return nil, fmt.Errorf("execution %q (%s): the rendered deployItems are not deploy items: %w", ex.Name, ex.File, err)
@@ -276,18 +284,25 @@ func (b *Blueprint) RenderExports(values map[string]any) (map[string]any, error)
 // ctx's deadline, the reconcile's. A render that fails reading an entry one
 // of the collections does not have says which entries there are.
 func (b *Blueprint) RenderExportsContext(ctx context.Context, values map[string]any, collections ...tmpl.Collection) (map[string]any, error) {
+	return b.renderExports(ctx, values, nil, nil, collections)
+}
+
+// renderExports renders the export executions, each with its state of
+// prev, and records the states they render in written (when not nil).
+func (b *Blueprint) renderExports(ctx context.Context, values map[string]any, prev, written State, collections []tmpl.Collection) (map[string]any, error) {
 	exports := map[string]any{}
 	for _, ex := range b.ExportExecutions {
 		src := source(ex)
 		src.Collections = collections
-		doc, err := tmpl.ExecuteContext(ctx, src, values)
+		doc, err := tmpl.ExecuteContext(ctx, src, withState(values, prev[ExportStateKey(ex.Name)]))
 		if err != nil {
 			return nil, err
 		}
-		m, err := renderedMapping(ex, doc, "exports")
+		m, err := renderedMapping(ex, doc, "exports", stateKey)
 		if err != nil {
 			return nil, err
 		}
+		recordState(doc, ExportStateKey(ex.Name), written)
 		for k, v := range m {
 			exports[k] = v
 		}
@@ -308,8 +323,8 @@ func reencode(in, out any) error {
 // whose key renders empty (a range over nothing), is an empty list. Anything
 // else is an error: reading a mapping, or a misspelled key, as "no items"
 // would make the installation delete every item or sub-installation it has.
-func renderedList(ex Execution, doc map[string]any, key string) ([]any, error) {
-	v, err := renderedValue(ex, doc, key, "a list")
+func renderedList(ex Execution, doc map[string]any, key string, also ...string) ([]any, error) {
+	v, err := renderedValue(ex, doc, key, "a list", also...)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -321,8 +336,8 @@ func renderedList(ex Execution, doc map[string]any, key string) ([]any, error) {
 }
 
 // renderedMapping is renderedList for a document whose key holds a mapping.
-func renderedMapping(ex Execution, doc map[string]any, key string) (map[string]any, error) {
-	v, err := renderedValue(ex, doc, key, "a mapping")
+func renderedMapping(ex Execution, doc map[string]any, key string, also ...string) (map[string]any, error) {
+	v, err := renderedValue(ex, doc, key, "a mapping", also...)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -333,15 +348,20 @@ func renderedMapping(ex Execution, doc map[string]any, key string) (map[string]a
 	return m, nil
 }
 
-func renderedValue(ex Execution, doc map[string]any, key, want string) (any, error) {
+// renderedValue returns doc's key; the keys in also (say "state") are the
+// only others the document may have.
+func renderedValue(ex Execution, doc map[string]any, key, want string, also ...string) (any, error) {
 	var unknown []string
 	for k := range doc {
-		if k != key {
+		if k != key && !slices.Contains(also, k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		if len(also) > 0 {
+			return nil, fmt.Errorf("execution %q (%s): the rendered document has unknown top-level key(s) %q: it may have only %q (%s) and %q", ex.Name, ex.File, unknown, key, want, also)
+		}
 		return nil, fmt.Errorf("execution %q (%s): the rendered document has unknown top-level key(s) %q: it must have only %q (%s)", ex.Name, ex.File, unknown, key, want)
 	}
 	return doc[key], nil

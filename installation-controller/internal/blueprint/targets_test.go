@@ -62,12 +62,3 @@ func TestTargetListAndMapFields(t *testing.T) {
 		t.Error("a plain name is no member")
 	}
 }
-
-// Conditional imports (an import with nested imports) are refused, not
-// ignored: the nested imports would otherwise be missing without a word.
-func TestConditionalImportsAreRefused(t *testing.T) {
-	_, err := Parse(map[string]string{"blueprint.yaml": "imports:\n- name: a\n  required: false\n  schema: {type: string}\n  imports:\n  - {name: b, schema: {type: string}}\n"})
-	if err == nil || !strings.Contains(err.Error(), `import "a" has nested imports (conditional imports), which Terrace does not support`) {
-		t.Errorf("want conditional imports refused, got %v", err)
-	}
-}

@@ -53,7 +53,8 @@ func Compile(doc Document) (*Set, error) {
 	src, err := json.Marshal(struct {
 		Fields     map[string]any `json:"f"`
 		LocalTypes map[string]any `json:"l"`
-	}{doc.Fields, doc.LocalTypes})
+		Draft      string         `json:"d,omitempty"`
+	}{doc.Fields, doc.LocalTypes, doc.DefaultDraft})
 	if err != nil {
 		return nil, fmt.Errorf("schemas are not JSON: %w", err)
 	}

@@ -38,6 +38,10 @@ type Document struct {
 	// Files is the blueprint's filesystem, which schemas refer to as
 	// blueprint://<path>.
 	Files map[string]string
+	// DefaultDraft is the URL of the draft of the schemas that name none
+	// with $schema (the blueprint's jsonSchemaVersion); empty means
+	// draft 2020-12.
+	DefaultDraft string
 }
 
 // Set is a Document's compiled schemas. It is read-only and shared between
@@ -71,6 +75,9 @@ func compile(doc Document) (*Set, int64) {
 	// nothing outside the blueprint.
 	l := &loader{doc: doc}
 	c.UseLoader(l)
+	if d := draftOf(doc.DefaultDraft); d != nil {
+		c.DefaultDraft(d)
+	}
 	fields := make([]string, 0, len(doc.Fields))
 	for f, sch := range doc.Fields {
 		if sch == nil {
