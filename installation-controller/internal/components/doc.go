@@ -1,0 +1,33 @@
+// Package components resolves the OCM component versions installations
+// name (spec.componentDescriptor) and reads what blueprints take from them,
+// on top of kit/ocm:
+//
+//   - Resolver.Resolve reads a component version from the repository
+//     context of a Request (the reference's own, else the Context's), with
+//     the credentials of kubernetes.io/dockerconfigjson Secrets and the
+//     Context's componentVersionOverwrites applied to the root and to every
+//     component reference, and resolves component references transitively
+//     (bounded by kit/ocm's Limits). ResolveInline does the same for a
+//     descriptor carried in the installation.
+//   - A cache keyed by manifest digest: a version's tag is looked up on every
+//     resolution (one request), its descriptor and blueprints are read once
+//     per digest and kept in memory within Options.CacheBytes and, when
+//     Options.CacheDir is set, blueprint archives on disk within
+//     Options.CacheDiskBytes. Concurrent resolutions of one digest share one
+//     read.
+//   - Resolver.Blueprint extracts a blueprint resource (a local blob or an
+//     OCI artifact, as tar or tar+gzip in the media types Landscaper
+//     accepts) into a filesystem map, bounded in files and bytes, refusing
+//     paths that leave the blueprint. Blueprint URIs of sub-installations
+//     (cd://resources/<name>, cd://componentReferences/<ref>/.../resources/<name>)
+//     are parsed by ParseURI and resolved by Resolver.BlueprintByURI.
+//   - TemplateValues and FuncMap give GoTemplate executions the inputs .cd,
+//     .components and .componentDescriptorDef and the functions getResource,
+//     getResources, getComponent, getRepositoryContext, getResourceKey,
+//     parseOCIRef, ociRefRepo and ociRefVersion, as Landscaper does.
+//     getResourceKey returns a ResourceKey (see EncodeResourceKey) that a
+//     deployer decodes to read the resource itself.
+//
+// Every error names the component version, the resource or reference and
+// the registry involved, and the reason; one over a bound names the flag.
+package components

@@ -1,0 +1,114 @@
+package components
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/terrace-dev/terrace/kit/ocm"
+)
+
+// Flags of the bounds, named in the errors that hit one.
+const (
+	FlagCacheBytes        = "component-cache-bytes"
+	FlagCacheDir          = "component-cache-dir"
+	FlagCacheDiskBytes    = "component-cache-disk-bytes"
+	FlagMaxBlueprintFiles = "max-blueprint-files"
+	FlagMaxBlueprintBytes = "max-blueprint-bytes"
+)
+
+// Defaults of Options.
+const (
+	// DefaultCacheBytes bounds the descriptors and extracted blueprints
+	// kept in memory: a few hundred typical component versions.
+	DefaultCacheBytes = 64 << 20
+	// DefaultCacheDiskBytes bounds the blueprint archives kept on disk
+	// when a cache directory is set.
+	DefaultCacheDiskBytes = 512 << 20
+	// DefaultMaxBlueprintFiles matches the file count an inline blueprint
+	// may have.
+	DefaultMaxBlueprintFiles = 1000
+	// DefaultMaxBlueprintBytes bounds the extracted files of one
+	// blueprint together.
+	DefaultMaxBlueprintBytes = 16 << 20
+)
+
+// Options configure a Resolver. Zero fields take their defaults.
+type Options struct {
+	// Limits bound what is read from registries (kit/ocm's flags).
+	Limits ocm.Limits
+	// CacheBytes bounds the in-memory cache.
+	CacheBytes int64
+	// CacheDir, when set, keeps blueprint archives on disk across
+	// restarts; empty keeps nothing on disk.
+	CacheDir string
+	// CacheDiskBytes bounds the archives in CacheDir.
+	CacheDiskBytes int64
+	// MaxBlueprintFiles bounds the files of one blueprint.
+	MaxBlueprintFiles int
+	// MaxBlueprintBytes bounds the extracted bytes of one blueprint.
+	MaxBlueprintBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.CacheDiskBytes <= 0 {
+		o.CacheDiskBytes = DefaultCacheDiskBytes
+	}
+	if o.MaxBlueprintFiles <= 0 {
+		o.MaxBlueprintFiles = DefaultMaxBlueprintFiles
+	}
+	if o.MaxBlueprintBytes <= 0 {
+		o.MaxBlueprintBytes = DefaultMaxBlueprintBytes
+	}
+	return o
+}
+
+// BindFlags registers the options (and kit/ocm's limits) as flags on fs;
+// fields already set become the flags' defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	*o = o.withDefaults()
+	o.Limits.BindFlags(fs)
+	fs.Var(byteFlag{&o.CacheBytes}, FlagCacheBytes,
+		"Memory the component version cache may hold (descriptors and extracted blueprints, keyed by digest), e.g. 64Mi.")
+	fs.StringVar(&o.CacheDir, FlagCacheDir, o.CacheDir,
+		"Directory where blueprint archives are cached by digest across restarts; empty caches in memory only.")
+	fs.Var(byteFlag{&o.CacheDiskBytes}, FlagCacheDiskBytes,
+		"Disk the blueprint archive cache in --component-cache-dir may use, e.g. 512Mi.")
+	fs.IntVar(&o.MaxBlueprintFiles, FlagMaxBlueprintFiles, o.MaxBlueprintFiles,
+		"Most files a blueprint read from a component version may hold.")
+	fs.Var(byteFlag{&o.MaxBlueprintBytes}, FlagMaxBlueprintBytes,
+		"Most bytes the files of a blueprint read from a component version may hold together, e.g. 16Mi.")
+}
+
+// byteFlag is a byte count written as a Kubernetes quantity (64Mi, 1G).
+type byteFlag struct{ p *int64 }
+
+func (b byteFlag) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return formatBytes(*b.p)
+}
+
+func (b byteFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a byte quantity such as 64Mi: %w", s, err)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v <= 0 {
+		return fmt.Errorf("%q is not a positive byte count", s)
+	}
+	*b.p = v
+	return nil
+}
+
+func (byteFlag) Type() string { return "quantity" }
+
+func formatBytes(n int64) string {
+	return resource.NewQuantity(n, resource.BinarySI).String()
+}
