@@ -214,6 +214,13 @@ type SucceededReconcile struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self != 'none' && duration(self) > duration('0s')",message="interval must be a positive duration such as 5m"
 	Interval *Duration `json:"interval,omitempty"`
+	// CronSpec is a five-field crontab schedule (minute hour day-of-month
+	// month day-of-week, UTC); when set, the next job is due at its first
+	// time after the last job ended, and Interval is not used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^\s*\S+(\s+\S+){4}\s*$`
+	CronSpec string `json:"cronSpec,omitempty"`
 }
 
 // FailedReconcile configures the jobs repeated after a job failed.
@@ -228,6 +235,13 @@ type FailedReconcile struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self != 'none' && duration(self) > duration('0s')",message="interval must be a positive duration such as 5m"
 	Interval *Duration `json:"interval,omitempty"`
+	// CronSpec is a five-field crontab schedule (minute hour day-of-month
+	// month day-of-week, UTC); when set, the next job is due at its first
+	// time after the last job ended, and Interval is not used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^\s*\S+(\s+\S+){4}\s*$`
+	CronSpec string `json:"cronSpec,omitempty"`
 }
 
 // AutomaticReconcileStatus is what automaticReconcile last started.

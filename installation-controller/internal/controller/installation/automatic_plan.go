@@ -54,8 +54,11 @@ type autoPlan struct {
 	// the next one included; Limit is failedReconcile.numberOfReconciles.
 	Count int32
 	Limit *int32
-	// Interval is the interval used; Clamped says it was raised to MinInterval.
+	// Interval is the interval used; Clamped says it (or the cron
+	// schedule's first time) was raised to MinInterval.
 	Interval time.Duration
+	// CronSpec is the schedule used instead of an interval.
+	CronSpec string
 	Clamped  bool
 	Err      error
 }
@@ -73,21 +76,15 @@ func planAutomatic(in autoInput) autoPlan {
 	case in.Spec == nil:
 		return p
 	case in.Phase == lsv1alpha1.PhaseSucceeded && in.Spec.SucceededReconcile != nil:
-		field, iv, def = "spec.automaticReconcile.succeededReconcile.interval", in.Spec.SucceededReconcile.Interval, DefaultSucceededReconcileInterval
+		field, def = "spec.automaticReconcile.succeededReconcile", DefaultSucceededReconcileInterval
+		iv, p.CronSpec = in.Spec.SucceededReconcile.Interval, in.Spec.SucceededReconcile.CronSpec
 	case (in.Phase == lsv1alpha1.PhaseFailed || in.Phase == lsv1alpha1.PhaseDeleteFailed) && in.Spec.FailedReconcile != nil:
-		field, iv, def = "spec.automaticReconcile.failedReconcile.interval", in.Spec.FailedReconcile.Interval, DefaultFailedReconcileInterval
+		field, def = "spec.automaticReconcile.failedReconcile", DefaultFailedReconcileInterval
+		iv, p.CronSpec = in.Spec.FailedReconcile.Interval, in.Spec.FailedReconcile.CronSpec
 		p.OnFailed, p.Limit = true, in.Spec.FailedReconcile.NumberOfReconciles
 	default:
 		return p
 	}
-	interval, err := parseInterval(field, iv, def)
-	if err != nil {
-		return autoPlan{Action: autoInvalid, Err: err}
-	}
-	if interval < in.MinInterval {
-		interval, p.Clamped = in.MinInterval, true
-	}
-	p.Interval = interval
 	if p.OnFailed {
 		p.Count = failedInARow(in) + 1
 		if p.Limit != nil && p.Count > *p.Limit {
@@ -95,12 +92,46 @@ func planAutomatic(in autoInput) autoPlan {
 			return p
 		}
 	}
-	p.At = in.FinishedAt.Add(interval)
-	p.Action = autoWait
+	at, err := p.due(in, field, iv, def)
+	if err != nil {
+		return autoPlan{Action: autoInvalid, Err: err}
+	}
+	p.At, p.Action = at, autoWait
 	if !in.Now.Before(p.At) {
 		p.Action = autoStart
 	}
 	return p
+}
+
+// due is when the next job is due: the first time of the cron schedule, or
+// the interval, after the last job ended, and never before MinInterval has
+// passed.
+func (p *autoPlan) due(in autoInput, field string, iv *lsv1alpha1.Duration, def time.Duration) (time.Time, error) {
+	if p.CronSpec != "" {
+		c, err := parseCron(p.CronSpec)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s.cronSpec %q: %w", field, p.CronSpec, err)
+		}
+		at, ok := c.next(in.FinishedAt)
+		if ok && at.Sub(in.FinishedAt) < in.MinInterval {
+			// next is strictly after its argument: at >= FinishedAt+MinInterval.
+			at, ok = c.next(in.FinishedAt.Add(in.MinInterval - time.Nanosecond))
+			p.Clamped, p.Interval = true, in.MinInterval
+		}
+		if !ok {
+			return time.Time{}, fmt.Errorf("%s.cronSpec %q matches no time in the next %d years", field, p.CronSpec, cronHorizon/(366*24*time.Hour))
+		}
+		return at, nil
+	}
+	interval, err := parseInterval(field+".interval", iv, def)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if interval < in.MinInterval {
+		interval, p.Clamped = in.MinInterval, true
+	}
+	p.Interval = interval
+	return in.FinishedAt.Add(interval), nil
 }
 
 // failedInARow is the number of automatic jobs after failed ones that led

@@ -24,8 +24,9 @@ const (
 	// ReasonRetriesExhausted: failedReconcile.numberOfReconciles jobs
 	// followed failed ones; only the reconcile annotation starts the next.
 	ReasonRetriesExhausted = "RetriesExhausted"
-	// ReasonIntervalInvalid: an interval of automaticReconcile cannot be used.
-	ReasonIntervalInvalid = "IntervalInvalid"
+	// ReasonScheduleInvalid: an interval or cronSpec of automaticReconcile
+	// cannot be used.
+	ReasonScheduleInvalid = "ScheduleInvalid"
 )
 
 // startAutomatically plays the reconcile annotation for an idle root
@@ -92,7 +93,7 @@ func (r *Reconciler) followPlan(s *scope, p autoPlan) flow.Result {
 	case autoNone:
 		apimeta.RemoveStatusCondition(conds, lsv1alpha1.ConditionAutomaticReconcile)
 	case autoInvalid:
-		r.setAutoCondition(s, metav1.ConditionFalse, ReasonIntervalInvalid, status.Message(p.Err.Error()), "Warning")
+		r.setAutoCondition(s, metav1.ConditionFalse, ReasonScheduleInvalid, status.Message(p.Err.Error()), "Warning")
 	case autoExhausted:
 		r.setAutoCondition(s, metav1.ConditionFalse, ReasonRetriesExhausted, fmt.Sprintf(
 			"%d automatic jobs followed failed ones (spec.automaticReconcile.failedReconcile.numberOfReconciles: %d); the reconcile annotation starts the next",
@@ -121,17 +122,23 @@ func (r *Reconciler) followPlan(s *scope, p autoPlan) flow.Result {
 // describePlan says which setting scheduled a job and, for jobs after
 // failed ones, which of how many it is.
 func describePlan(p autoPlan) string {
-	var d string
+	d := "succeededReconcile"
 	if p.OnFailed {
-		d = fmt.Sprintf("failedReconcile every %s, job %d", p.Interval, p.Count)
+		d = "failedReconcile"
+	}
+	if p.CronSpec != "" {
+		d += fmt.Sprintf(" on schedule %q", p.CronSpec)
+	} else {
+		d += fmt.Sprintf(" every %s", p.Interval)
+	}
+	if p.OnFailed {
+		d += fmt.Sprintf(", job %d", p.Count)
 		if p.Limit != nil {
 			d += fmt.Sprintf(" of %d", *p.Limit)
 		}
-	} else {
-		d = fmt.Sprintf("succeededReconcile every %s", p.Interval)
 	}
 	if p.Clamped {
-		d += fmt.Sprintf("; the interval is raised to %s, the shortest %s allows", p.Interval, FlagMinAutomaticReconcileInterval)
+		d += fmt.Sprintf("; raised to at least %s after the last job, the shortest %s allows", p.Interval, FlagMinAutomaticReconcileInterval)
 	}
 	return d
 }

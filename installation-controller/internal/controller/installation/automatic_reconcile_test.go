@@ -142,10 +142,30 @@ func TestAutomaticReconcileBadInputIsRefusedAtApply(t *testing.T) {
 		"unparsable": {&lsv1alpha1.AutomaticReconcile{SucceededReconcile: &lsv1alpha1.SucceededReconcile{Interval: duration("five minutes")}}, "spec.automaticReconcile.succeededReconcile.interval"},
 		"overflow":   {&lsv1alpha1.AutomaticReconcile{SucceededReconcile: &lsv1alpha1.SucceededReconcile{Interval: duration("99999999999h")}}, "spec.automaticReconcile.succeededReconcile.interval"},
 		"limit":      {&lsv1alpha1.AutomaticReconcile{FailedReconcile: &lsv1alpha1.FailedReconcile{NumberOfReconciles: ptr(int32(-1))}}, "spec.automaticReconcile.failedReconcile.numberOfReconciles"},
+		"cron":       {&lsv1alpha1.AutomaticReconcile{FailedReconcile: &lsv1alpha1.FailedReconcile{CronSpec: "hourly"}}, "spec.automaticReconcile.failedReconcile.cronSpec"},
 	} {
 		err := env.Client.Create(context.Background(), withAutomaticReconcile(newInstallation(ns, name, simpleBlueprint("")), c.ar))
 		g.Expect(err).To(MatchError(ContainSubstring(c.msg)), name)
 	}
+}
+
+// A cron schedule the schema lets through but that names no time (minute
+// 61) is reported in the condition and one Warning event; a valid one
+// schedules the job at its next time.
+func TestCronSpecIsScheduledOrReported(t *testing.T) {
+	ns, g := setup(t)
+	create(g, withAutomaticReconcile(newInstallation(ns, "bad", simpleBlueprint(""), reconcileAnnotation...),
+		&lsv1alpha1.AutomaticReconcile{SucceededReconcile: &lsv1alpha1.SucceededReconcile{CronSpec: "61 * * * *"}}))
+	create(g, withAutomaticReconcile(newInstallation(ns, "good", simpleBlueprint(""), reconcileAnnotation...),
+		&lsv1alpha1.AutomaticReconcile{SucceededReconcile: &lsv1alpha1.SucceededReconcile{CronSpec: "0 0 1 1 *"}}))
+
+	g.Eventually(getInst(ns, "bad"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded),
+		WithTransform(autoCondition, Equal(installation.ReasonScheduleInvalid+
+			`: spec.automaticReconcile.succeededReconcile.cronSpec "61 * * * *": minute field "61": "61" is not a value from 0 to 59`))))
+	g.Eventually(eventsOfType(context.Background(), ns, installation.ReasonScheduleInvalid, corev1.EventTypeWarning), timeout, interval).
+		Should(ConsistOf("bad"))
+	g.Eventually(getInst(ns, "good"), timeout, interval).Should(And(finishedIn(lsv1alpha1.PhaseSucceeded),
+		WithTransform(autoCondition, MatchRegexp(`^Scheduled: next job at \d{4}-01-01T00:00:00Z \(succeededReconcile on schedule "0 0 1 1 \*"\)$`))))
 }
 
 func ptr[T any](v T) *T { return &v }
