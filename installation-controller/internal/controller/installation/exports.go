@@ -29,11 +29,18 @@ func (r *Reconciler) computeExports(ctx context.Context, inst *lsv1alpha1.Instal
 		}
 		return nil, err
 	}
+	state, err := r.loadTemplateState(ctx, inst, len(bp.ExportExecutions))
+	if err != nil {
+		return nil, err
+	}
 	rctx, cancel := renderContext(ctx)
 	defer cancel()
-	exports, err := bp.RenderExportsContext(rctx, values, collections...)
+	exports, written, err := bp.RenderExportsWithState(rctx, values, state, collections...)
 	if err != nil {
 		return nil, templateFailure(im.secrets.redactErr(err))
+	}
+	if err := r.saveTemplateState(ctx, inst, bp, state, false, written); err != nil {
+		return nil, err
 	}
 	if len(inst.Spec.ExportDataMappings) > 0 {
 		mappings, err := dataMappings(inst.Spec.ExportDataMappings)

@@ -114,6 +114,9 @@ func (r *Reconciler) resolveImports(ctx context.Context, inst *lsv1alpha1.Instal
 	if err := im.mapAndComplete(ctx, inst, bp, targetTypes); err != nil {
 		return nil, im.secrets.redactErr(err)
 	}
+	if err := im.runImportExecutions(ctx, inst, bp); err != nil {
+		return nil, im.secrets.redactErr(err)
+	}
 	return im, nil
 }
 

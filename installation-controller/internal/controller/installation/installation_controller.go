@@ -48,7 +48,8 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 // Least privilege for this reconciler (collected into the binary's ClusterRole
 // by make generate-rbac). Secrets and ConfigMaps are only read with get, one
-// import at a time, so the controller never needs to list or watch them.
+// import at a time, so the controller never needs to list or watch them; the
+// only Secret it writes is an installation's template state (template_state.go).
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations/status,verbs=patch
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=installations/finalizers,verbs=update

@@ -20,6 +20,7 @@ const (
 	FlagMaxImports                      = "--max-imports"
 	FlagMaxImportBytes                  = "--max-import-bytes"
 	FlagRenderTimeout                   = "--render-timeout"
+	FlagMaxTemplateStateBytes           = "--max-template-state-bytes"
 	FlagMinAutomaticReconcileInterval   = "--min-automatic-reconcile-interval"
 )
 
@@ -46,6 +47,10 @@ const (
 	// DefaultRenderTimeout is the deadline of all renders and data mappings
 	// of one reconcile together.
 	DefaultRenderTimeout = 10 * time.Second
+	// DefaultMaxTemplateStateBytes bounds the template state of one
+	// installation (all its executions' states, as JSON): it is kept in one
+	// Secret, and a Secret holds at most 1 MiB.
+	DefaultMaxTemplateStateBytes = 256 << 10
 	// DefaultMinAutomaticReconcileInterval is the shortest interval of a
 	// root's automaticReconcile: each automatic job is a whole job.
 	DefaultMinAutomaticReconcileInterval = time.Minute
@@ -70,6 +75,8 @@ type Options struct {
 	// RenderTimeout is one reconcile's deadline for all its renders and
 	// data mappings.
 	RenderTimeout time.Duration
+	// MaxTemplateStateBytes bounds one installation's template state.
+	MaxTemplateStateBytes int
 	// TemplateMemoryBudget is the process-wide budget of all renders in
 	// flight (tmpl.SetProcessBudget); 0 keeps tmpl.DefaultProcessBudget.
 	TemplateMemoryBudget int64
@@ -94,6 +101,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Most bytes all imports of one installation may hold together, as read (an object imported twice counts twice).")
 	fs.DurationVar(&o.RenderTimeout, flagName(FlagRenderTimeout), d.RenderTimeout,
 		"Deadline of all template renders and data mappings of one reconcile together.")
+	fs.IntVar(&o.MaxTemplateStateBytes, flagName(FlagMaxTemplateStateBytes), d.MaxTemplateStateBytes,
+		"Most bytes the template state of one installation (what its deploy and export executions render under state:, as JSON) may hold.")
 	fs.Int64Var(&o.TemplateMemoryBudget, flagName(tmpl.ProcessBudgetFlag), d.TemplateMemoryBudget,
 		"Process-wide memory budget, in bytes, of all template renders in flight; a render that cannot get its share fails or is retried.")
 	fs.DurationVar(&o.MinAutomaticReconcileInterval, flagName(FlagMinAutomaticReconcileInterval), d.MinAutomaticReconcileInterval,
@@ -111,6 +120,7 @@ func (o Options) withDefaults() Options {
 	orInt(&o.MaxSubInstallationsPerBlueprint, DefaultMaxSubInstallationsPerBlueprint)
 	orInt(&o.MaxInstallationsPerTree, DefaultMaxInstallationsPerTree)
 	orInt(&o.MaxImports, DefaultMaxImports)
+	orInt(&o.MaxTemplateStateBytes, DefaultMaxTemplateStateBytes)
 	if o.MaxImportBytes <= 0 {
 		o.MaxImportBytes = DefaultMaxImportBytes
 	}

@@ -125,6 +125,9 @@ func (r *Reconciler) phaseDeleting(ctx context.Context, s *scope) (lsv1alpha1.Ph
 // deleteContext deletes the DataObjects and Targets of the installation's
 // context (its imports copied for its sub-installations, their exports).
 func (r *Reconciler) deleteContext(ctx context.Context, inst *lsv1alpha1.Installation) error {
+	if err := r.deleteTemplateState(ctx, inst); err != nil {
+		return err
+	}
 	sel := client.MatchingLabels{ContextLabel: labelValue(inst.Name)}
 	if err := r.Client.DeleteAllOf(ctx, &lsv1alpha1.DataObject{}, client.InNamespace(inst.Namespace), sel); err != nil {
 		return fmt.Errorf("deleting context data objects: %w", err)

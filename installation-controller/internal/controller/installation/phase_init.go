@@ -45,14 +45,21 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	var im *imports
 	var items []lsv1alpha1.DeployItemTemplate
 	var templates []blueprint.InstallationTemplate
-	renders := len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
+	renders := len(bp.ImportExecutions)+len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
 	err = r.withRenderMark(ctx, s, renders, func(ctx context.Context) error {
 		if im, err = r.resolveImports(ctx, inst, bp, fromAPIServer); err != nil {
 			return err
 		}
 		s.secrets = im.secrets
-		items, templates, err = render(ctx, inst, bp, im)
-		return err
+		state, err := r.loadTemplateState(ctx, inst, len(bp.DeployExecutions))
+		if err != nil {
+			return err
+		}
+		var written blueprint.State
+		if items, templates, written, err = render(ctx, inst, bp, im, state); err != nil {
+			return err
+		}
+		return r.saveTemplateState(ctx, inst, bp, state, true, written)
 	})
 	if err != nil {
 		return "", err
@@ -94,32 +101,34 @@ func (r *Reconciler) awaitPredecessors(ctx context.Context, s *scope) error {
 // render renders the blueprint with the imports: the execution's deploy
 // items and the sub-installations' templates, within the reconcile's render
 // deadline. Its errors never quote a secret import.
-func render(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
+// The deploy executions read their template state from state and return
+// the states they render.
+func render(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports, state blueprint.State) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, blueprint.State, error) {
 	rctx, cancel := renderContext(ctx)
 	defer cancel()
-	items, templates, err := renderSubObjects(rctx, inst, bp, im)
-	return items, templates, im.secrets.redactErr(err)
+	items, templates, written, err := renderSubObjects(rctx, inst, bp, im, state)
+	return items, templates, written, im.secrets.redactErr(err)
 }
 
-func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, error) {
+func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *blueprint.Blueprint, im *imports, state blueprint.State) ([]lsv1alpha1.DeployItemTemplate, []blueprint.InstallationTemplate, blueprint.State, error) {
 	values := map[string]any{
 		"imports":      im.values,
 		"context":      im.configurations,
 		"installation": map[string]any{"name": inst.Name, "namespace": inst.Namespace},
 	}
-	items, err := bp.DeployItemsContext(ctx, values, im.imported)
+	items, written, err := bp.DeployItemsWithState(ctx, values, im.imported, state)
 	if err != nil {
-		return nil, nil, templateFailure(err)
+		return nil, nil, nil, templateFailure(err)
 	}
 	templates, err := bp.SubinstallationTemplatesContext(ctx, values)
 	if err != nil {
-		return nil, nil, templateFailure(err)
+		return nil, nil, nil, templateFailure(err)
 	}
 	expandGroupRefs(templates, im)
 	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames(), im.groups); err != nil {
-		return nil, nil, templateFailure(err)
+		return nil, nil, nil, templateFailure(err)
 	}
-	return items, templates, nil
+	return items, templates, written, nil
 }
 
 // goneWaitMessage says what Init waits for when sub-objects it handed their
