@@ -31,6 +31,23 @@ type DeployItemSpec struct {
 	// --progressing-timeout (10m); "none" disables it.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+	// UpdateOnChangeOnly: the execution controller hands a job to this item
+	// only when its spec changed since its last job or that job did not
+	// succeed.
+	// +optional
+	UpdateOnChangeOnly bool `json:"updateOnChangeOnly,omitempty"`
+	// OnDelete configures the item's deletion.
+	// +optional
+	OnDelete *OnDeleteConfig `json:"onDelete,omitempty"`
+}
+
+// OnDeleteConfig configures the deletion of a deploy item.
+type OnDeleteConfig struct {
+	// SkipUninstallIfClusterRemoved deletes the item without uninstalling
+	// (as delete-without-uninstall does) when its Target is gone or being
+	// deleted: the cluster it names can no longer be reached.
+	// +optional
+	SkipUninstallIfClusterRemoved bool `json:"skipUninstallIfClusterRemoved,omitempty"`
 }
 
 // DeployerInformation identifies the deployer that last handled an item.

@@ -38,6 +38,14 @@ type DeployItemTemplate struct {
 	// Timeout is the item's progressing timeout (DeployItem spec.timeout).
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+	// UpdateOnChangeOnly: a job whose turn comes to this item finds it done,
+	// without handing it the job, when its spec did not change since its
+	// last job and that job succeeded (DeployItem spec.updateOnChangeOnly).
+	// +optional
+	UpdateOnChangeOnly bool `json:"updateOnChangeOnly,omitempty"`
+	// OnDelete configures the item's deletion (DeployItem spec.onDelete).
+	// +optional
+	OnDelete *OnDeleteConfig `json:"onDelete,omitempty"`
 }
 
 // ExecutionSpec lists the deploy items of an execution.
