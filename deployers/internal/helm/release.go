@@ -72,12 +72,17 @@ func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, 
 	return d.upgrade(ctx, ac, cfg, ch)
 }
 
+// Helm's client-side OpenAPI validation is off (DisableOpenAPIValidation):
+// against every API server that knows the fieldValidation parameter it only
+// asks the server's OpenAPI document whether the server validates itself,
+// and parsing that document for every release was most of the deployer's
+// CPU per item; what is wrong in an object is still refused by the server.
 func (d *deployer) install(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart) (*release.Release, error) {
 	o := cfg.ops.install
 	i := action.NewInstall(ac)
 	i.ReleaseName, i.Namespace, i.CreateNamespace = cfg.spec.Name, cfg.spec.Namespace, cfg.spec.CreateNamespace
 	i.Atomic, i.Wait, i.Force, i.TakeOwnership, i.SkipSchemaValidation = o.Atomic, o.Wait || o.Atomic, o.Force, o.TakeOwnership, o.SkipSchemaValidation
-	i.Timeout = timeoutOr(o.Timeout)
+	i.Timeout, i.DisableOpenAPIValidation = timeoutOr(o.Timeout), true
 	rel, err := i.RunWithContext(ctx, ch, cfg.values)
 	if err != nil {
 		return nil, releaseError("install", cfg, err)
@@ -90,7 +95,7 @@ func (d *deployer) upgrade(ctx context.Context, ac *action.Configuration, cfg *c
 	u := action.NewUpgrade(ac)
 	u.Namespace, u.MaxHistory = cfg.spec.Namespace, d.maxHistory
 	u.Atomic, u.Wait, u.Force, u.TakeOwnership, u.SkipSchemaValidation = o.Atomic, o.Wait || o.Atomic, o.Force, o.TakeOwnership, o.SkipSchemaValidation
-	u.Timeout = timeoutOr(o.Timeout)
+	u.Timeout, u.DisableOpenAPIValidation = timeoutOr(o.Timeout), true
 	rel, err := u.RunWithContext(ctx, cfg.spec.Name, ch, cfg.values)
 	if err != nil {
 		return nil, releaseError("upgrade", cfg, err)
