@@ -113,5 +113,5 @@ func TestShortTargetTypes(t *testing.T) {
 	g.Expect(lib.SameTargetType("kubernetes-cluster", lsv1alpha1.KubernetesClusterTargetType)).To(BeTrue())
 	g.Expect(lib.SameTargetType(lsv1alpha1.KubernetesClusterTargetType, "kubernetes-cluster")).To(BeTrue())
 	g.Expect(lib.SameTargetType("example.com/kubernetes-cluster", lsv1alpha1.KubernetesClusterTargetType)).To(BeFalse())
-	g.Expect(lib.FullTargetType("")).To(Equal(""))
+	g.Expect(lsv1alpha1.FullTargetType("")).To(Equal(""))
 }

@@ -3,7 +3,6 @@ package lib
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,16 +107,8 @@ func (r *Reconciler) checkContext(ctx context.Context, s *scope) (flow.Result, e
 var missingTargetHint = fmt.Sprintf("; create it, then retry with the annotation %s: %s (or let the next job of the item's execution pick it up)",
 	lsv1alpha1.OperationAnnotation, lsv1alpha1.OperationReconcile)
 
-// FullTargetType returns a Target type with its group: a short type without
-// one (e.g. kubernetes-cluster) is Landscaper's
-// (landscaper.gardener.cloud/kubernetes-cluster).
-func FullTargetType(t string) string {
-	if t == "" || strings.Contains(t, "/") {
-		return t
-	}
-	return lsv1alpha1.GroupName + "/" + t
-}
-
 // SameTargetType reports whether two Target types name the same type, the
 // short and the full form of a Landscaper type alike.
-func SameTargetType(a, b string) bool { return FullTargetType(a) == FullTargetType(b) }
+func SameTargetType(a, b string) bool {
+	return lsv1alpha1.FullTargetType(a) == lsv1alpha1.FullTargetType(b)
+}

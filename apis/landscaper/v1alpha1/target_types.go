@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -48,4 +50,14 @@ type TargetList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Target `json:"items"`
+}
+
+// FullTargetType returns a Target type with its group: a short type without
+// one (e.g. kubernetes-cluster) is Landscaper's
+// (landscaper.gardener.cloud/kubernetes-cluster).
+func FullTargetType(t string) string {
+	if t == "" || strings.Contains(t, "/") {
+		return t
+	}
+	return GroupName + "/" + t
 }

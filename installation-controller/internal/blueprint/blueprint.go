@@ -250,10 +250,8 @@ func parseFields(n *yaml.Node, imports bool, condition string) ([]FieldDefinitio
 		if !imports && fd.Type != TypeData && fd.Type != TypeTarget {
 			return nil, errorf(lsv1alpha1.BlueprintFileName, item.Line, "export %q has type %q: exports are %q or %q", rf.Name, rf.Type, TypeData, TypeTarget)
 		}
-		if fd.TargetType != "" && !strings.Contains(fd.TargetType, "/") {
-			// Landscaper's short form of its own target types.
-			fd.TargetType = lsv1alpha1.GroupName + "/" + fd.TargetType
-		}
+		// Landscaper's short form of its own target types.
+		fd.TargetType = lsv1alpha1.FullTargetType(fd.TargetType)
 		if imports && rf.Required != nil {
 			fd.Required = *rf.Required
 		}

@@ -95,7 +95,7 @@ func checkTargetImport(def FieldDefinition, targets map[string]ProvidedTarget) e
 		return nil
 	}
 	for _, member := range sortedKeys(p.Types) {
-		if tt := p.Types[member]; tt != def.TargetType {
+		if tt := p.Types[member]; lsv1alpha1.FullTargetType(tt) != def.TargetType {
 			return &ImportError{Name: def.Name, Msg: fmt.Sprintf("target%s has type %q, the blueprint requires %q", member, tt, def.TargetType)}
 		}
 	}

@@ -62,3 +62,20 @@ func TestTargetListAndMapFields(t *testing.T) {
 		t.Error("a plain name is no member")
 	}
 }
+
+// A Target whose type is written short (kubernetes-cluster) satisfies an
+// import that requires the full type, and the reverse; another group's
+// type of the same name does not.
+func TestShortTargetTypeSatisfiesTheImport(t *testing.T) {
+	def := FieldDefinition{Name: "cluster", Type: TypeTarget, TargetType: "landscaper.gardener.cloud/kubernetes-cluster"}
+	for typ, ok := range map[string]bool{
+		"kubernetes-cluster":                           true,
+		"landscaper.gardener.cloud/kubernetes-cluster": true,
+		"example.com/kubernetes-cluster":               false,
+	} {
+		err := checkTargetImport(def, map[string]ProvidedTarget{"cluster": {Kind: TypeTarget, Types: map[string]string{"": typ}}})
+		if (err == nil) != ok {
+			t.Errorf("a Target of type %q: got %v", typ, err)
+		}
+	}
+}
