@@ -54,7 +54,11 @@
 // events.go (Events, metrics, the span), watches.go, calls.go (the call
 // timeout of each Deployer call), messages.go (the bounds of status messages
 // and Event notes), targetclient.go (TargetClientOptions: the bounds of
-// every connection to a target cluster), export.go (export Secrets).
+// every connection to a target cluster), kubeconfig.go and
+// kubeconfig_resolve.go (TargetResolver: a Target's kubeconfig from
+// spec.config, a Secret or spec.secretRef), selftarget.go (self targets:
+// TokenRequest tokens, renewed), jsonpath.go (the JSONPath evaluator of
+// exports), export.go (export Secrets).
 //
 // A job ends with a final phase and status.jobIDFinished = status.jobID in
 // the same status write. Errors become lastError (operation, reason, message,
