@@ -84,8 +84,14 @@ func (r *Resolver) Blueprint(ctx context.Context, c *Component, ref ResourceRef)
 	return withOrigin(v.(*Blueprint), c, res), nil
 }
 
+// withOrigin is a copy of a cached blueprint for one caller, who may
+// change its files without changing the cache's.
 func withOrigin(bp *Blueprint, c *Component, res *ocm.Resource) *Blueprint {
 	out := *bp
+	out.Files = make(map[string]string, len(bp.Files))
+	for name, content := range bp.Files {
+		out.Files[name] = content
+	}
 	out.Component, out.Resource = c.Key(), res.Name
 	return &out
 }

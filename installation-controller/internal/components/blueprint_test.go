@@ -166,3 +166,34 @@ func TestCleanPath(t *testing.T) {
 }
 
 func ocmDigest(data []byte) string { return digest.FromBytes(data).String() }
+
+func TestBlueprintOverTheBlobLimitNamesTheFlag(t *testing.T) {
+	e := newEnv(t)
+	e.push(t, component{name: "acme.org/big", version: "1.0.0", blobs: []blobResource{{"blueprint", blueprintTarGzip, blueprintArchive(t, false, strings.Repeat("z", 2048))}}})
+	r := e.resolver(t, Options{Limits: ocm.Limits{MaxBlobBytes: 1024}})
+	cv, err := r.Resolve(context.Background(), e.ref("acme.org/big", "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Blueprint(context.Background(), cv.Root, ResourceRef{Name: "blueprint"})
+	wantErr(t, err, `blueprint resource "blueprint" of component acme.org/big:1.0.0`, "larger than 1Ki", "--ocm-max-blob-bytes")
+}
+
+func TestBlueprintFilesAreTheCallersOwn(t *testing.T) {
+	e := newEnv(t)
+	e.push(t, component{name: "acme.org/app", version: "1.0.0", blobs: []blobResource{{"blueprint", blueprintTarGzip, blueprintArchive(t, true, "x")}}})
+	r := e.resolver(t, Options{})
+	cv, err := r.Resolve(context.Background(), e.ref("acme.org/app", "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Blueprint(context.Background(), cv.Root, ResourceRef{Name: "blueprint"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(first.Files, "blueprint.yaml")
+	second, err := r.Blueprint(context.Background(), cv.Root, ResourceRef{Name: "blueprint"})
+	if err != nil || second.Files["blueprint.yaml"] == "" {
+		t.Errorf("a caller's change reached the cache: %v %v", second, err)
+	}
+}

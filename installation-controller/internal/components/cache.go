@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
@@ -84,6 +85,9 @@ func (c *memoryCache) remove(el *list.Element) {
 	}
 }
 
+// partialPrefix names files being written to the disk cache.
+const partialPrefix = ".partial-"
+
 // diskCache keeps blobs as files named by their digest, bounded in bytes;
 // the least recently used go first. A file whose content no longer matches
 // its name is dropped on read.
@@ -112,6 +116,10 @@ func newDiskCache(dir string, budget int64) (*diskCache, error) {
 	}
 	var files []found
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), partialPrefix) {
+			_ = os.Remove(filepath.Join(dir, e.Name())) // a write a crash cut short
+			continue
+		}
 		info, err := e.Info()
 		if err != nil || !info.Mode().IsRegular() || digest.Digest("sha256:"+e.Name()).Validate() != nil {
 			continue
@@ -157,7 +165,7 @@ func (d *diskCache) put(dg digest.Digest, data []byte) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	tmp, err := os.CreateTemp(d.dir, ".partial-*")
+	tmp, err := os.CreateTemp(d.dir, partialPrefix+"*")
 	if err != nil {
 		return
 	}

@@ -67,7 +67,8 @@ type ComponentVersion struct {
 	Overwritten []string
 }
 
-// Component is one component version as read.
+// Component is one component version as read. Its Descriptor is shared
+// with the cache and with other resolutions: it must not be changed.
 type Component struct {
 	Descriptor *ocm.ComponentDescriptor
 	// Digest is the manifest digest it was read from; empty for an inline
