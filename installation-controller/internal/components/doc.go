@@ -25,8 +25,19 @@
 //     .components and .componentDescriptorDef and the functions getResource,
 //     getResources, getComponent, getRepositoryContext, getResourceKey,
 //     parseOCIRef, ociRefRepo and ociRefVersion, as Landscaper does.
-//     getResourceKey returns a ResourceKey (see EncodeResourceKey) that a
-//     deployer decodes to read the resource itself.
+//     .components lists the referenced versions, not the root (that is
+//     .cd). getResourceKey takes a cd:// URI relative to the installation's
+//     component and returns a ResourceKey (see EncodeResourceKey) that a
+//     deployer decodes to read the resource itself. parseOCIRef gives a
+//     reference's digest as its version when it has one, else its tag.
+//
+// Bounds (Options.BindFlags; kit/ocm's --ocm-max-* flags too):
+//
+//	--component-cache-bytes       64Mi  memory of cached descriptors and blueprints
+//	--component-cache-dir         ""    directory of cached blueprint archives (off)
+//	--component-cache-disk-bytes  512Mi disk of cached blueprint archives
+//	--max-blueprint-files         1000  files of one blueprint
+//	--max-blueprint-bytes         16Mi  extracted bytes of one blueprint
 //
 // Every error names the component version, the resource or reference and
 // the registry involved, and the reason; one over a bound names the flag.
