@@ -7,8 +7,8 @@
 //     the credentials of kubernetes.io/dockerconfigjson Secrets and the
 //     Context's componentVersionOverwrites applied to the root and to every
 //     component reference, and resolves component references transitively
-//     (bounded by kit/ocm's Limits). ResolveInline does the same for a
-//     descriptor carried in the installation.
+//     (bounded by kit/ocm's Limits); an inline descriptor's references are
+//     read from the Context's repository context, else its own last one.
 //   - A cache keyed by manifest digest: a version's tag is looked up on every
 //     resolution (one request), its descriptor and blueprints are read once
 //     per digest and kept in memory within Options.CacheBytes and, when
