@@ -17,14 +17,19 @@ func withoutUninstall(exec *lsv1alpha1.Execution) bool {
 	return exec.Annotations[lsv1alpha1.DeleteWithoutUninstallAnnotation] == "true"
 }
 
-// phaseInitDelete passes delete-without-uninstall on to every item, and on a
-// retry asks the deployers to retry deletions that failed before - in one
+// phaseInitDelete passes delete-without-uninstall on to every item (and
+// sets it on an item whose onDelete.skipUninstallIfClusterRemoved finds its
+// Target gone: clusterRemoved), and on a retry asks the deployers to retry deletions that failed before - in one
 // write per item, so a deployer never retries without seeing the former.
 func (r *Reconciler) phaseInitDelete(ctx context.Context, s *scope) error {
 	for _, n := range sortedKeys(s.items) {
 		di := s.items[n]
 		set := map[string]*string{}
-		if withoutUninstall(s.exec) {
+		removed, err := r.clusterRemoved(ctx, di)
+		if err != nil {
+			return err
+		}
+		if withoutUninstall(s.exec) || removed {
 			set[lsv1alpha1.DeleteWithoutUninstallAnnotation] = ptr.To("true")
 		}
 		if deleteStateOf(di) == deleteFailed {

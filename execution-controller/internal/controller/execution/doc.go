@@ -21,6 +21,9 @@
 //     the job to items in dependsOn order; the graph in itemset.go and
 //     internal/depgraph);
 //   - handing a job to an item (reconcile-time, status.jobID): handover.go;
+//     the item options updateOnChangeOnly (an unchanged, succeeded item is
+//     not handed the job) and onDelete.skipUninstallIfClusterRemoved:
+//     item_options.go;
 //   - creating and updating items: items_create.go, items_update.go, names.go;
 //     a name held by a namesake on its way out: namesake_wait.go;
 //   - interrupt: interrupt.go; deletion: deletion.go (the deletion job and

@@ -51,10 +51,12 @@ func desiredItem(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate) (
 		meta["annotations"] = map[string]any{lsv1alpha1.DependsOnAnnotation: strings.Join(deps, ",")}
 	}
 	spec := lsv1alpha1.DeployItemSpec{
-		Type:    t.Type,
-		Target:  t.Target,
-		Context: exec.Spec.Context,
-		Timeout: t.Timeout,
+		Type:               t.Type,
+		Target:             t.Target,
+		Context:            exec.Spec.Context,
+		Timeout:            t.Timeout,
+		UpdateOnChangeOnly: t.UpdateOnChangeOnly,
+		OnDelete:           t.OnDelete,
 	}
 	if len(t.Config.Raw) > 0 {
 		spec.Config = t.Config.DeepCopy()
@@ -145,7 +147,8 @@ func upToDate(exec *lsv1alpha1.Execution, t *lsv1alpha1.DeployItemTemplate, cur 
 	}
 	if cur.Spec.Type != t.Type || cur.Spec.Context != exec.Spec.Context ||
 		!equality.Semantic.DeepEqual(cur.Spec.Target, t.Target) ||
-		!equality.Semantic.DeepEqual(cur.Spec.Timeout, t.Timeout) {
+		!equality.Semantic.DeepEqual(cur.Spec.Timeout, t.Timeout) ||
+		cur.Spec.UpdateOnChangeOnly != t.UpdateOnChangeOnly || !equality.Semantic.DeepEqual(cur.Spec.OnDelete, t.OnDelete) {
 		return false
 	}
 	return sameJSON(cur.Spec.Config, &t.Config)

@@ -54,7 +54,7 @@ func (r *Reconciler) phaseProgressing(ctx context.Context, s *scope) (lsv1alpha1
 // (dropped from the job) can never start: once nothing else runs the job
 // ends Failed (DependenciesRemoved) rather than wait for ever.
 func (r *Reconciler) progress(ctx context.Context, s *scope, g depgraph.Graph, job string) (bool, error) {
-	state := func(n string) itemState { return r.stateOf(s.items[n], job) }
+	state := r.jobStates(s, g, job)
 	var failed, running []string
 	succeeded := 0
 	for _, n := range g.Order() {
