@@ -80,7 +80,7 @@ func (d *deployer) deployAsRelease(ctx context.Context, req *lib.Request, g *tar
 		}
 	}
 	sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "DeployRelease")
-	rel, err := d.deployRelease(sctx, ac, cfg, ch, req.Forced)
+	rel, err := d.deployRelease(sctx, ac, req.Item, cfg, ch, req.Forced)
 	tracing.EndStep(span, err)
 	if err != nil {
 		return lib.Result{}, err
@@ -159,7 +159,7 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 				return lib.Result{}, err
 			}
 			sctx, span := tracing.StartStep(ctx, tracer(), lib.Kind, "UninstallRelease")
-			err = uninstall(sctx, ac, spec.Name, spec.Namespace, un)
+			err = uninstall(sctx, ac, di, spec.Name, spec.Namespace, un)
 			tracing.EndStep(span, err)
 			if err != nil {
 				return lib.Result{}, err

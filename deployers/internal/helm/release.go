@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
+	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/lib"
 )
 
@@ -54,22 +55,25 @@ func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.C
 // its chart or values changed; an unchanged release is left alone, unless
 // the reconcile is forced (continuousReconcile): then the upgrade puts back
 // what drifted on the target.
-func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart, forced bool) (*release.Release, error) {
+func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, di *lsv1alpha1.DeployItem, cfg *config, ch *chart.Chart, forced bool) (*release.Release, error) {
 	name, ns := cfg.spec.Name, cfg.spec.Namespace
 	last, err := ac.Releases.Last(name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
-		return d.install(ctx, ac, cfg, ch)
+		return d.install(ctx, ac, di, cfg, ch)
 	case err != nil:
 		return nil, lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", ns, name, err))
+	}
+	if err := checkOwner(di, last); err != nil {
+		return nil, err
 	}
 	if !forced && last.Info != nil && last.Info.Status == release.StatusDeployed && sameContent(last, ch, cfg) {
 		return last, nil
 	}
 	if last.Info != nil && last.Info.Status == release.StatusUninstalled {
-		return d.install(ctx, ac, cfg, ch)
+		return d.install(ctx, ac, di, cfg, ch)
 	}
-	return d.upgrade(ctx, ac, cfg, ch)
+	return d.upgrade(ctx, ac, di, cfg, ch)
 }
 
 // Helm's client-side OpenAPI validation is off (DisableOpenAPIValidation):
@@ -77,12 +81,12 @@ func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, 
 // asks the server's OpenAPI document whether the server validates itself,
 // and parsing that document for every release was most of the deployer's
 // CPU per item; what is wrong in an object is still refused by the server.
-func (d *deployer) install(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart) (*release.Release, error) {
+func (d *deployer) install(ctx context.Context, ac *action.Configuration, di *lsv1alpha1.DeployItem, cfg *config, ch *chart.Chart) (*release.Release, error) {
 	o := cfg.ops.install
 	i := action.NewInstall(ac)
 	i.ReleaseName, i.Namespace, i.CreateNamespace = cfg.spec.Name, cfg.spec.Namespace, cfg.spec.CreateNamespace
 	i.Atomic, i.Wait, i.Force, i.TakeOwnership, i.SkipSchemaValidation = o.Atomic, o.Wait || o.Atomic, o.Force, o.TakeOwnership, o.SkipSchemaValidation
-	i.Timeout, i.DisableOpenAPIValidation = timeoutOr(o.Timeout), true
+	i.Timeout, i.DisableOpenAPIValidation, i.Labels = timeoutOr(o.Timeout), true, ownerLabels(di)
 	rel, err := i.RunWithContext(ctx, ch, cfg.values)
 	if err != nil {
 		return nil, releaseError("install", cfg, err)
@@ -90,12 +94,12 @@ func (d *deployer) install(ctx context.Context, ac *action.Configuration, cfg *c
 	return rel, nil
 }
 
-func (d *deployer) upgrade(ctx context.Context, ac *action.Configuration, cfg *config, ch *chart.Chart) (*release.Release, error) {
+func (d *deployer) upgrade(ctx context.Context, ac *action.Configuration, di *lsv1alpha1.DeployItem, cfg *config, ch *chart.Chart) (*release.Release, error) {
 	o := cfg.ops.upgrade
 	u := action.NewUpgrade(ac)
 	u.Namespace, u.MaxHistory = cfg.spec.Namespace, d.maxHistory
 	u.Atomic, u.Wait, u.Force, u.TakeOwnership, u.SkipSchemaValidation = o.Atomic, o.Wait || o.Atomic, o.Force, o.TakeOwnership, o.SkipSchemaValidation
-	u.Timeout, u.DisableOpenAPIValidation = timeoutOr(o.Timeout), true
+	u.Timeout, u.DisableOpenAPIValidation, u.Labels = timeoutOr(o.Timeout), true, ownerLabels(di)
 	rel, err := u.RunWithContext(ctx, cfg.spec.Name, ch, cfg.values)
 	if err != nil {
 		return nil, releaseError("upgrade", cfg, err)
@@ -103,8 +107,16 @@ func (d *deployer) upgrade(ctx context.Context, ac *action.Configuration, cfg *c
 	return rel, nil
 }
 
-// uninstall removes the release; one that is not there is done.
-func uninstall(_ context.Context, ac *action.Configuration, name, namespace string, o operationOption) error {
+// uninstall removes the item's release; one that is not there, or is not
+// the item's, is done.
+func uninstall(_ context.Context, ac *action.Configuration, di *lsv1alpha1.DeployItem, name, namespace string, o operationOption) error {
+	rel, err := ownedRelease(ac, di, name)
+	if err != nil {
+		return lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", namespace, name, err))
+	}
+	if rel == nil {
+		return nil
+	}
 	un := action.NewUninstall(ac)
 	un.Wait, un.Timeout = o.Wait, timeoutOr(o.Timeout)
 	if _, err := un.Run(name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
@@ -131,7 +143,9 @@ func releaseError(op string, cfg *config, err error) error {
 		strings.Contains(text, "template:") || strings.Contains(text, "values don't meet the specifications of the schema"):
 		return lib.ConfigError(ReasonRenderFailed, "%s", msg)
 	case strings.Contains(text, "cannot re-use a name that is still in use") ||
-		strings.Contains(text, "exists and cannot be imported into the current release"):
+		strings.Contains(text, "exists and cannot be imported into the current release") ||
+		strings.Contains(text, " is invalid: "):
+		// The last: the API server refused an object of the chart as invalid.
 		return lib.ConfigError(ReasonReleaseFailed, "%s", msg)
 	}
 	return lib.TransientError(ReasonReleaseFailed, errors.New(msg))
