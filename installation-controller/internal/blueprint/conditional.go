@@ -2,6 +2,7 @@ package blueprint
 
 import (
 	"fmt"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -55,4 +56,41 @@ func conditionNote(def FieldDefinition) string {
 		return ""
 	}
 	return fmt.Sprintf(" (a conditional import: required because import %q is set)", def.Condition)
+}
+
+// DropUnsatisfiedImports removes from the sub-installations' imports those
+// wired to an optional or conditional import of this blueprint that the
+// installation does not have (present says which it has), as Landscaper
+// does: a sub-installation whose own blueprint declares them optional runs
+// without them, one that requires them says so itself.
+func (b *Blueprint) DropUnsatisfiedImports(subs []InstallationTemplate, present func(name string) bool) {
+	absent := map[valueRef]bool{}
+	for _, d := range b.Imports {
+		if (d.Required && d.Condition == "") || present(d.Name) {
+			continue
+		}
+		switch d.Type {
+		case TypeData:
+			absent[valueRef{kindData, d.Name}] = true
+		case TypeTarget:
+			absent[valueRef{kindTarget, d.Name}] = true
+		default:
+			absent[valueRef{valueKind(d.Type), d.Name}] = true
+		}
+	}
+	if len(absent) == 0 {
+		return
+	}
+	for i := range subs {
+		imp := &subs[i].Imports
+		// Cloned first: a static template shares its slices with the blueprint.
+		imp.Data = slices.DeleteFunc(slices.Clone(imp.Data), func(d lsv1alpha1.DataImport) bool {
+			return d.DataRef != "" && absent[valueRef{kindData, d.DataRef}]
+		})
+		imp.Targets = slices.DeleteFunc(slices.Clone(imp.Targets), func(t lsv1alpha1.TargetImport) bool {
+			return (t.Target != "" && absent[valueRef{kindTarget, t.Target}]) ||
+				(t.TargetListReference != "" && absent[valueRef{kindTargetList, t.TargetListReference}]) ||
+				(t.TargetMapReference != "" && absent[valueRef{kindTargetMap, t.TargetMapReference}])
+		})
+	}
 }

@@ -104,3 +104,48 @@ func TestJSONSchemaVersionIsTheDefaultDraft(t *testing.T) {
 		t.Fatalf("want the unknown draft refused, got %v", err)
 	}
 }
+
+// Imports of sub-installations wired to optional or conditional imports the
+// installation lacks are dropped; those wired to what it has, or to
+// required imports, stay.
+func TestDropUnsatisfiedImportsOfSubinstallations(t *testing.T) {
+	src := `imports:
+- name: foo
+  required: false
+  imports:
+  - name: bar
+- name: must
+subinstallations:
+- name: sub
+  blueprint: {filesystem: {blueprint.yaml: ""}}
+  imports:
+    data:
+    - {name: internalFoo, dataRef: foo}
+    - {name: internalBar, dataRef: bar}
+    - {name: internalMust, dataRef: must}
+`
+	bp, err := Parse(map[string]string{"blueprint.yaml": src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := bp.SubinstallationTemplates(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp.DropUnsatisfiedImports(subs, func(string) bool { return false })
+	var names []string
+	for _, d := range subs[0].Imports.Data {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "internalMust" {
+		t.Fatalf("imports left: %v", names)
+	}
+	if got := len(bp.Subinstallations[0].Imports.Data); got != 3 {
+		t.Fatalf("the blueprint's own template lost imports: %d left", got)
+	}
+	subs, _ = bp.SubinstallationTemplates(map[string]any{})
+	bp.DropUnsatisfiedImports(subs, func(n string) bool { return n == "foo" })
+	if got := len(subs[0].Imports.Data); got != 2 {
+		t.Fatalf("with foo set only bar's import goes: %d left", got)
+	}
+}

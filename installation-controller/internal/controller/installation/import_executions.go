@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/blueprint"
@@ -36,6 +37,30 @@ func (im *imports) runImportExecutions(ctx context.Context, inst *lsv1alpha1.Ins
 	case err != nil:
 		return templateFailure(err)
 	}
+	im.markBindingsFromSecrets(bound)
 	im.values = bound
 	return nil
+}
+
+// markBindingsFromSecrets treats every binding as read from a Secret when
+// any import was: a binding may be derived from it, so its context copy is
+// marked and its value redacted from messages like the Secret's.
+func (im *imports) markBindingsFromSecrets(bound map[string]any) {
+	if len(im.fromSecret) == 0 {
+		return
+	}
+	for name, v := range bound {
+		if old, ok := im.values[name]; ok && reflect.DeepEqual(old, v) {
+			continue
+		}
+		im.fromSecret[name] = true
+		im.secrets.add(v)
+	}
+}
+
+// has says whether the installation has import name (data or target, a
+// binding included).
+func (im *imports) has(name string) bool {
+	_, ok := im.values[name]
+	return ok || im.isTarget(name)
 }

@@ -204,3 +204,58 @@ func TestSchemaReferencesThroughTheChain(t *testing.T) {
 		})
 	}
 }
+
+// A sub-installation wired to the parent's optional and conditional
+// imports, which the parent does not have, runs without them (Landscaper's
+// conditional imports with sub-installation templates).
+func TestSubinstallationImportsOfAbsentConditionalImportsAreDropped(t *testing.T) {
+	ns, g := setup(t)
+	fs := map[string]string{"blueprint.yaml": `apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+imports:
+- name: foo
+  required: false
+  schema: {type: string}
+  imports:
+  - name: bar
+    schema: {type: string}
+subinstallations:
+- apiVersion: landscaper.gardener.cloud/v1alpha1
+  kind: InstallationTemplate
+  name: subinst-import
+  imports:
+    data:
+    - name: internalFoo
+      dataRef: foo
+    - name: internalBar
+      dataRef: bar
+  blueprint:
+    dir: sub
+`, "sub/blueprint.yaml": `apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+imports:
+- name: internalFoo
+  required: false
+  schema: {type: string}
+- name: internalBar
+  required: false
+  schema: {type: string}
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: app
+      type: landscaper.gardener.cloud/mock
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+`}
+	create(g, newInstallation(ns, "root", fs, reconcileAnnotation...))
+	g.Eventually(getInst(ns, "root"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "root")(); return lastError(i) })
+	root, _ := getInst(ns, "root")()
+	g.Expect(root.Status.InstallationReferences).To(HaveLen(1))
+	sub, err := getInst(ns, root.Status.InstallationReferences[0].Reference.Name)()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sub.Spec.Imports.Data).To(BeEmpty())
+}

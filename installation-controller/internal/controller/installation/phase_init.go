@@ -124,6 +124,7 @@ func renderSubObjects(ctx context.Context, inst *lsv1alpha1.Installation, bp *bl
 	if err != nil {
 		return nil, nil, nil, templateFailure(err)
 	}
+	bp.DropUnsatisfiedImports(templates, im.has)
 	expandGroupRefs(templates, im)
 	if err := blueprint.CheckSubinstallationImports(templates, im.dataImportNames(), im.targetImportNames(), im.groups); err != nil {
 		return nil, nil, nil, templateFailure(err)
