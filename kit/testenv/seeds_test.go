@@ -212,14 +212,14 @@ spec:
 			message: `an inline blueprint's filesystem must contain blueprint.yaml`,
 		},
 		{
-			name: "Installation without an inline blueprint",
+			name: "Installation with neither an inline nor a referenced blueprint",
 			yaml: `
 apiVersion: landscaper.gardener.cloud/v1alpha1
 kind: Installation
 metadata: {name: ref-blueprint, namespace: default}
 spec:
   blueprint: {}`,
-			message: `spec.blueprint.inline is required: Terrace supports inline blueprints only`,
+			message: `spec.blueprint needs exactly one of inline and ref`,
 		},
 		{
 			name: "Installation data import with two sources",

@@ -20,6 +20,7 @@ type ComponentDescriptorDefinition struct {
 	// repositoryContext or the installation's Context.
 	// +optional
 	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Inline *AnyJSON `json:"inline,omitempty"`
 }

@@ -23,10 +23,30 @@ type Context struct {
 
 	// RegistryPullSecrets name kubernetes.io/dockerconfigjson Secrets in the
 	// Context's namespace whose credentials are used to pull from OCI
-	// registries (the helm deployer's chart.ref).
+	// registries: component versions and blueprints of installations, the
+	// helm deployer's chart.ref.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	RegistryPullSecrets []corev1.LocalObjectReference `json:"registryPullSecrets,omitempty"`
+
+	// RepositoryContext is where the component versions of the Context's
+	// installations are read from when their spec.componentDescriptor.ref
+	// names no repository.
+	// +optional
+	RepositoryContext *RepositoryContext `json:"repositoryContext,omitempty"`
+
+	// UseOCM is accepted for compatibility with Landscaper, where it
+	// selects the OCM library; Terrace always reads component versions the
+	// same way.
+	// +optional
+	UseOCM bool `json:"useOCM,omitempty"`
+
+	// ComponentVersionOverwrites names a Landscaper ComponentVersionOverwrites
+	// object. It is accepted for compatibility and not read: Terrace has no
+	// such resource, so no overwrite applies.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ComponentVersionOverwrites string `json:"componentVersionOverwrites,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -17,12 +17,17 @@ type InlineBlueprint struct {
 	Filesystem map[string]string `json:"filesystem"`
 }
 
-// BlueprintDefinition says where an installation's blueprint comes from.
-// +kubebuilder:validation:XValidation:rule="has(self.inline)",message="spec.blueprint.inline is required: Terrace supports inline blueprints only"
+// BlueprintDefinition says where an installation's blueprint comes from:
+// carried inline, or a resource of the installation's component version.
+// +kubebuilder:validation:XValidation:rule="has(self.inline) != has(self.ref)",message="spec.blueprint needs exactly one of inline and ref"
 type BlueprintDefinition struct {
 	// Inline is a blueprint carried in the installation.
 	// +optional
 	Inline *InlineBlueprint `json:"inline,omitempty"`
+	// Reference names the resource of the installation's component version
+	// (spec.componentDescriptor) that holds the blueprint.
+	// +optional
+	Reference *BlueprintReference `json:"ref,omitempty"`
 }
 
 // DataImport imports one data value.
@@ -158,6 +163,10 @@ type InstallationSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Context string `json:"context,omitempty"`
+	// ComponentDescriptor names the component version (OCM) the blueprint's
+	// ref and the templates' .cd and getResource read from.
+	// +optional
+	ComponentDescriptor *ComponentDescriptorDefinition `json:"componentDescriptor,omitempty"`
 	// Blueprint is the installation's blueprint.
 	Blueprint BlueprintDefinition `json:"blueprint"`
 	// Imports are read before sub-objects are templated.
