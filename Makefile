@@ -34,6 +34,12 @@ GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
+# Modules that only pin and build tools from the Go module proxy (not part of the workspace).
+TOOL_MODULES := hack/tools/kube hack/tools/etcd hack/tools/registry hack/tools/node hack/tools/containerd hack/tools/cni hack/tools/coredns hack/tools/images
+
+# NODE=1: make up adds a real node that runs pods (needs root; hack/node-env.sh).
+NODE ?=
+
 # Tests: envtest finds the control plane this project builds (hack/build-control-plane.sh).
 TEST_FLAGS ?= -count=1 -timeout=20m
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
@@ -67,7 +73,7 @@ fmt: ## Format all Go code.
 
 .PHONY: tidy
 tidy: ## Run go mod tidy in every module.
-	@for m in $(MODULES) hack/tools/kube hack/tools/etcd hack/tools/registry; do (cd $$m && GOWORK=off go mod tidy); done
+	@for m in $(MODULES) $(TOOL_MODULES); do (cd $$m && GOWORK=off go mod tidy); done
 
 ##@ Verification
 
@@ -99,7 +105,7 @@ verify-generate: $(CONTROLLER_GEN) ## Fail if generated code differs from the so
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if go.mod/go.sum of any module is not tidy (the tree is not touched).
-	@for m in $(MODULES) hack/tools/kube hack/tools/etcd hack/tools/registry; do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
+	@for m in $(MODULES) $(TOOL_MODULES); do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod/go.sum not tidy: run 'make tidy'"; exit 1; }; done
 
 .PHONY: verify-dockerfile
 verify-dockerfile: ## Fail if the Dockerfile's dependency stage misses a module some binary's go.mod replaces (no Docker needed).
@@ -126,6 +132,10 @@ $(addprefix build-,$(BINARIES) $(CLI_BINARIES)): build-%:
 build-control-plane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s, and the OCI registry into bin/registry (cached).
 	hack/build-control-plane.sh
 
+.PHONY: build-node
+build-node: ## Build the local node (kubelet, kube-proxy, kube-scheduler, containerd, CNI plugins, CoreDNS, image builder) into bin/node (cached).
+	hack/build-node.sh
+
 .PHONY: build-registry
 build-registry: ## Build only the OCI distribution registry of the local environment into bin/registry (cached).
 	hack/build-registry.sh
@@ -133,8 +143,8 @@ build-registry: ## Build only the OCI distribution registry of the local environ
 ##@ Local environment
 
 .PHONY: up
-up: build-control-plane build ## Start the local environment: control plane, OCI registry, every controller as its own process (.local/).
-	hack/local-env.sh up
+up: build-control-plane build $(if $(filter 1,$(NODE)),build-node) ## Start the local environment: control plane, OCI registry, every controller as its own process (.local/); NODE=1 adds a node that runs pods (root).
+	NODE=$(NODE) hack/local-env.sh up
 
 .PHONY: demo
 demo: up ## On top of make up: apply examples/ and follow them until every job finished and every claim is bound.
@@ -235,6 +245,10 @@ e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own lo
 .PHONY: test-local-env
 test-local-env: build-control-plane build ## Smoke-test the local environment (make up, manifests dry-run, a claim end to end, OCI push/pull, make demo, crash recovery, make down).
 	hack/local-env-smoke.sh
+
+.PHONY: test-node
+test-node: build-control-plane build build-node ## Smoke-test the local node as root (make up NODE=1, a Deployment behind a Service reached by DNS from another pod, make down leaves nothing).
+	hack/node-smoke.sh
 
 ##@ Performance
 

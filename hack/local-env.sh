@@ -11,6 +11,10 @@
 #   hack/local-env.sh status  show what runs
 #   hack/local-env.sh clean   down, then remove all state (.local/)
 #
+# With NODE=1 (make up NODE=1; needs root) it also starts a real node,
+# terrace-node, that runs pods: see hack/node-env.sh. `down` stops a node that
+# was started whether or not NODE=1 is given.
+#
 # up, down and clean of one state directory run one at a time (a lock file,
 # .lock, taken with flock): an up waits for a down still in progress.
 #
@@ -54,6 +58,9 @@ source "${ROOT}/hack/components.sh"
 CONTROLLERS=("${TERRACE_BINARIES[@]}")
 # COMPONENTS: every process of the environment, in the order of start.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager registry "${CONTROLLERS[@]}")
+# shellcheck source=node-env.sh
+source "${ROOT}/hack/node-env.sh"
+if node_enabled || node_started; then COMPONENTS+=("${NODE_COMPONENTS[@]}"); fi
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -290,6 +297,8 @@ start_control_plane() {
   # the "kubernetes" Service's Endpoints may not hold (kube-apiserver logged
   # that every 10 s); nothing here runs pods that would use that Service.
   LISTEN_PORTS[kube-apiserver]="${APISERVER_PORT}"
+  local node_flags=()
+  mapfile -t node_flags < <(node_apiserver_flags)
   start kube-apiserver "${K8S_BIN}/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
@@ -299,9 +308,9 @@ start_control_plane() {
     --service-account-key-file "${PKI}/sa.pub" \
     --service-account-signing-key-file "${PKI}/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 \
-    --authorization-mode RBAC \
+    --authorization-mode "$(node_authorization_modes)" \
     --allow-privileged=true \
-    --endpoint-reconciler-type none
+    --endpoint-reconciler-type none "${node_flags[@]}"
   write_kubeconfig "${KUBECONFIG_ADMIN}" terrace-admin admin admin
   wait_for kube-apiserver 120 kubectl_admin get --raw /readyz
 
@@ -460,11 +469,14 @@ up() {
     running "${name}" || rm -f "${f}"
   done
   warn_ephemeral_ports
+  if node_enabled; then node_preflight; fi
   ensure_pki
+  node_restart_apiserver
   start_control_plane
   start_registry
   install_terrace
   start_controllers
+  if node_enabled; then node_up; fi
   status
   # Every process was ready once; one that exited since (a port taken, say)
   # must not be reported as running.
@@ -488,7 +500,9 @@ EOF
 }
 
 down() {
-  # Controllers first, then the control plane in reverse order of start.
+  # The node first, then the controllers, then the control plane in reverse
+  # order of start.
+  node_down
   local c
   for c in "${CONTROLLERS[@]}"; do stop "${c}"; done
   for c in registry kube-controller-manager kube-apiserver etcd; do stop "${c}"; done

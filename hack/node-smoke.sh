@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Smoke test of the local node (make test-node; needs root): make up NODE=1,
+# a Deployment of the project's own webserver image with a readiness probe
+# becomes Available, its Service answers by its DNS name from another pod,
+# and make down leaves nothing behind: no process, container, mount, network
+# device or iptables rule of the node.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOCAL="${TERRACE_LOCAL_DIR:-${ROOT}/.local}"
+export KUBECONFIG="${LOCAL}/kubeconfig" NODE=1
+ns="node-smoke-$$"
+
+[[ "$(id -u)" == 0 ]] || { echo "make test-node needs root (the node mounts file systems and creates network devices)" >&2; exit 1; }
+
+cleanup() {
+  status=$?
+  if ((status != 0)); then
+    echo "node smoke test failed; what the cluster and the node's logs say:" >&2
+    kubectl get nodes,pods -A -o wide >&2 || true
+    kubectl -n "${ns}" get events --sort-by .lastTimestamp >&2 || true
+    for c in kubelet containerd kube-proxy coredns kube-scheduler; do
+      echo "--- ${c}" >&2; tail -n 20 "${LOCAL}/logs/${c}.log" >&2 || true
+    done
+  fi
+  kubectl delete namespace "${ns}" --ignore-not-found --timeout=60s >/dev/null 2>&1 || true
+  "${ROOT}/hack/local-env.sh" down >/dev/null || status=1
+  if ((status == 0)); then
+    leftovers || status=1
+  fi
+  exit "${status}"
+}
+trap cleanup EXIT
+
+# leftovers fails naming whatever the node left behind after make down.
+leftovers() {
+  local found=()
+  ip link show terrace0 >/dev/null 2>&1 && found+=("network device terrace0")
+  [[ -e /run/terrace-node ]] && found+=("/run/terrace-node")
+  grep -qE " (/run/terrace-node|${LOCAL}/node)/" /proc/self/mountinfo && found+=("mounts under /run/terrace-node or ${LOCAL}/node")
+  local table
+  for table in filter nat mangle; do
+    iptables -t "${table}" -S | grep -qE '^-N (KUBE|CNI|TERRACE)-' && found+=("iptables chains in ${table}")
+  done
+  local exe
+  for exe in /proc/[0-9]*/exe; do
+    case "$(readlink "${exe}" 2>/dev/null)" in
+      "$(realpath -m "${ROOT}/bin/node")/"*) found+=("process ${exe#/proc/}") ;;
+    esac
+  done
+  ((${#found[@]} == 0)) && { echo "make down left nothing of the node behind"; return 0; }
+  printf 'make down left behind: %s\n' "${found[@]}" >&2
+  return 1
+}
+
+"${ROOT}/hack/local-env.sh" up
+kubectl wait --for condition=Ready --timeout 60s node/terrace-node
+registry="$(cat "${LOCAL}/registry/address")"
+image="${registry}/terrace/webserver:v1"
+
+kubectl create namespace "${ns}"
+kubectl -n "${ns}" apply -f - <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      securityContext: {runAsNonRoot: true}
+      containers:
+      - name: web
+        image: ${image}
+        ports: [{containerPort: 8080}]
+        readinessProbe:
+          httpGet: {path: /healthz, port: 8080}
+          periodSeconds: 2
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+YAML
+kubectl -n "${ns}" wait --for condition=Available --timeout 180s deployment/web
+kubectl -n "${ns}" get pods -o wide
+echo "the Deployment of ${image} is Available: its readiness probe passed in both pods"
+
+# Another pod asks the Service by its DNS name (the image has no shell: the
+# webserver binary is its own client).
+kubectl -n "${ns}" run client --image "${image}" --restart Never -- -get "http://web.${ns}.svc.cluster.local/"
+phase=""
+for _ in $(seq 1 120); do
+  phase="$(kubectl -n "${ns}" get pod client -o jsonpath='{.status.phase}')"
+  [[ "${phase}" == Succeeded || "${phase}" == Failed ]] && break
+  sleep 1
+done
+answer="$(kubectl -n "${ns}" logs client 2>&1)"
+[[ "${phase}" == Succeeded && "${answer}" == "hello from web-"* ]] ||
+  { echo "the client pod ended ${phase:-nowhere} after 120s; it printed: ${answer}" >&2; exit 1; }
+echo "web.${ns}.svc.cluster.local answered from another pod: ${answer}"
