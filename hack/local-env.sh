@@ -523,7 +523,7 @@ status() {
 }
 
 case "${1:-}" in
-  up) lock; up ;;
+  up) if node_enabled; then node_require_root; fi; lock; up ;;
   down) lock; down ;;
   status) status ;;
   clean) lock; down; rm -rf "${LOCAL}"; log "removed ${LOCAL}" ;;

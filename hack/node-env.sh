@@ -92,8 +92,12 @@ node_install_packages() {
     die "installing ${missing[*]} failed: run apt-get install ${missing[*]}"
 }
 
-node_preflight() {
+node_require_root() {
   [[ "$(id -u)" == 0 ]] || die "make up NODE=1 needs root (it mounts file systems, creates network devices and iptables rules): run it as root, or use make up without NODE=1"
+}
+
+node_preflight() {
+  node_require_root
   local b
   for b in kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns images/build-images cni/bridge; do
     [[ -x "${NODE_BIN}/${b}" ]] || die "${NODE_BIN}/${b} missing: run make build-node"

@@ -2,8 +2,9 @@
 # Smoke test of the local node (make test-node; needs root): make up NODE=1,
 # a Deployment of the project's own webserver image with a readiness probe
 # becomes Available, its Service answers by its DNS name from another pod,
-# and make down leaves nothing behind: no process, container, mount, network
-# device or iptables rule of the node.
+# the node recovers from a crash of containerd and the kubelet, and make down
+# leaves nothing behind: no process, container, mount, network device or
+# iptables rule of the node.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -102,3 +103,13 @@ answer="$(kubectl -n "${ns}" logs client 2>&1)"
 [[ "${phase}" == Succeeded && "${answer}" == "hello from web-"* ]] ||
   { echo "the client pod ended ${phase:-nowhere} after 120s; it printed: ${answer}" >&2; exit 1; }
 echo "web.${ns}.svc.cluster.local answered from another pod: ${answer}"
+
+# A crash of the node's runtime and kubelet: make up NODE=1 again brings them
+# back, and they run new pods.
+for c in kubelet containerd; do kill -KILL "$(cat "${LOCAL}/pids/${c}.pid")"; done
+"${ROOT}/hack/local-env.sh" up >/dev/null
+kubectl wait --for condition=Ready --timeout 120s node/terrace-node
+# New pods, started by the kubelet and containerd that came back.
+kubectl -n "${ns}" rollout restart deployment/web
+kubectl -n "${ns}" rollout status --timeout 120s deployment/web
+echo "after a crash of containerd and the kubelet, make up NODE=1 brought the node back: it started new pods"
