@@ -179,6 +179,9 @@ type renderedItem struct {
 	Config    runtime.RawExtension `json:"config"`
 	DependsOn []string             `json:"dependsOn,omitempty"`
 	Timeout   *lsv1alpha1.Duration `json:"timeout,omitempty"`
+	// UpdateOnChangeOnly and OnDelete pass through to the execution.
+	UpdateOnChangeOnly bool                       `json:"updateOnChangeOnly,omitempty"`
+	OnDelete           *lsv1alpha1.OnDeleteConfig `json:"onDelete,omitempty"`
 }
 
 // DeployItems runs the deploy executions and returns the execution's items.
@@ -218,7 +221,8 @@ func (b *Blueprint) deployItems(ctx context.Context, values map[string]any, targ
 				return nil, fmt.Errorf("execution %q (%s): deploy item %q is also rendered by execution %q", ex.Name, ex.File, ri.Name, prev)
 			}
 			seen[ri.Name] = ex.Name
-			it := lsv1alpha1.DeployItemTemplate{Name: ri.Name, Type: ri.Type, Labels: ri.Labels, Config: ri.Config, DependsOn: ri.DependsOn, Timeout: ri.Timeout}
+			it := lsv1alpha1.DeployItemTemplate{Name: ri.Name, Type: ri.Type, Labels: ri.Labels, Config: ri.Config, DependsOn: ri.DependsOn, Timeout: ri.Timeout,
+				UpdateOnChangeOnly: ri.UpdateOnChangeOnly, OnDelete: ri.OnDelete}
 			if ri.Target != nil {
 				switch {
 				case ri.Target.Import != "":

@@ -227,3 +227,22 @@ func TestSubinstallationImportsMustBeProvided(t *testing.T) {
 		})
 	}
 }
+
+// A deploy item's updateOnChangeOnly and onDelete reach the execution's
+// item template, as the execution controller reads them there.
+func TestDeployItemOptionsPassThrough(t *testing.T) {
+	bp := execBlueprint(t, "deployExecutions", `deployItems:
+- name: app
+  type: landscaper.gardener.cloud/mock
+  updateOnChangeOnly: true
+  onDelete:
+    skipUninstallIfClusterRemoved: true
+`)
+	items, err := bp.DeployItems(map[string]any{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || !items[0].UpdateOnChangeOnly || items[0].OnDelete == nil || !items[0].OnDelete.SkipUninstallIfClusterRemoved {
+		t.Errorf("rendered %+v", items)
+	}
+}
