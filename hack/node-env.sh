@@ -331,7 +331,7 @@ authorization:
 clusterDomain: cluster.local
 clusterDNS: [${NODE_IP}]
 resolvConf: ""
-podLogsDirectory: ${NODE_DIR}/pod-logs
+podLogsDir: ${NODE_DIR}/pod-logs
 podCIDR: ${POD_SUBNET}
 rotateCertificates: false
 serializeImagePulls: false

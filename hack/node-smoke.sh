@@ -39,6 +39,7 @@ leftovers() {
   ip link show terrace0 >/dev/null 2>&1 && found+=("network device terrace0")
   [[ -e /run/terrace-node ]] && found+=("/run/terrace-node")
   grep -qE " (/run/terrace-node|${LOCAL}/node)/" /proc/self/mountinfo && found+=("mounts under /run/terrace-node or ${LOCAL}/node")
+  [[ -n "$(find /var/log/containers -maxdepth 1 -lname "${LOCAL}/node/*" 2>/dev/null)" ]] && found+=("links in /var/log/containers")
   local table
   for table in filter nat mangle; do
     iptables -t "${table}" -S | grep -qE '^-N (KUBE|CNI|TERRACE)-' && found+=("iptables chains in ${table}")
@@ -91,17 +92,18 @@ kubectl -n "${ns}" get pods -o wide
 echo "the Deployment of ${image} is Available: its readiness probe passed in both pods"
 
 # Another pod asks the Service by its DNS name (the image has no shell: the
-# webserver binary is its own client).
-kubectl -n "${ns}" run client --image "${image}" --restart Never -- -get "http://web.${ns}.svc.cluster.local/"
+# webserver binary is its own client). It retries: kube-proxy programs the
+# Service a moment after the pods are ready.
+kubectl -n "${ns}" run client --image "${image}" --restart Never -- -get "http://web.${ns}.svc.cluster.local/" -retry-for 30s
 phase=""
-for _ in $(seq 1 120); do
+for _ in $(seq 1 90); do
   phase="$(kubectl -n "${ns}" get pod client -o jsonpath='{.status.phase}')"
   [[ "${phase}" == Succeeded || "${phase}" == Failed ]] && break
   sleep 1
 done
 answer="$(kubectl -n "${ns}" logs client 2>&1)"
 [[ "${phase}" == Succeeded && "${answer}" == "hello from web-"* ]] ||
-  { echo "the client pod ended ${phase:-nowhere} after 120s; it printed: ${answer}" >&2; exit 1; }
+  { echo "the client pod is ${phase:-nowhere} (Succeeded wanted, 90s at most); it printed: ${answer}" >&2; exit 1; }
 echo "web.${ns}.svc.cluster.local answered from another pod: ${answer}"
 
 # A crash of the node's runtime and kubelet: make up NODE=1 again brings them

@@ -22,9 +22,10 @@ import (
 func main() {
 	listen := flag.String("listen", ":8080", "address to serve HTTP on")
 	get := flag.String("get", "", "instead of serving, GET this URL, print the body and exit non-zero unless it answers 200")
+	retryFor := flag.Duration("retry-for", 0, "with -get: retry failed requests for this long (a Service is reachable a moment after its pods are ready)")
 	flag.Parse()
 	if *get != "" {
-		if err := fetch(*get, os.Stdout); err != nil {
+		if err := fetchWithRetry(*get, *retryFor, os.Stdout); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -53,6 +54,20 @@ func serve(addr string) error {
 		return err
 	}
 	return nil
+}
+
+// fetchWithRetry retries fetch once a second until it succeeds or retryFor
+// has passed, and returns the last error.
+func fetchWithRetry(url string, retryFor time.Duration, out io.Writer) error {
+	deadline := time.Now().Add(retryFor)
+	for {
+		err := fetch(url, out)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		log.Printf("%v; retrying", err)
+		time.Sleep(time.Second)
+	}
 }
 
 func fetch(url string, out io.Writer) error {
