@@ -49,7 +49,10 @@ node_enabled() { [[ "${NODE}" == 1 ]]; }
 # cleans it up whether or not NODE=1 is given again).
 node_started() { [[ -f "${NODE_DIR}/started" ]]; }
 
-node_image() { echo "$(cat "${REGISTRY_DIR}/address")/terrace/$1:${NODE_IMAGE_TAG}"; }
+# node_image NAME: the reference, by digest, of the node's image NAME as last
+# pushed (from .local/node/images): a tag may still name an older build in
+# containerd's store, a digest never does.
+node_image() { awk -v n="$1" '$1 == n { print $2 }' "${NODE_DIR}/images"; }
 
 # node_authorization_modes: with a node, the node authorizer before RBAC, so
 # the kubelet may read only what its own pods need.
@@ -229,7 +232,7 @@ node_images() {
   log "pushing the node's images to the local registry"
   "${NODE_BIN}/images/build-images" --registry "$(cat "${REGISTRY_DIR}/address")" --repository terrace \
     --tag "${NODE_IMAGE_TAG}" --image "pause=${NODE_BIN}/images/pause" \
-    --image "webserver=${NODE_BIN}/images/webserver" >"${LOGS}/images.log" 2>&1 ||
+    --image "webserver=${NODE_BIN}/images/webserver" >"${NODE_DIR}/images" 2>"${LOGS}/images.log" ||
     die "building or pushing the node's images failed; see ${LOGS}/images.log"
 }
 
@@ -386,10 +389,22 @@ node_rbac() {
     --user terrace-coredns --dry-run=client -o yaml | kubectl_admin apply --server-side --force-conflicts -f - >/dev/null
 }
 
+# node_abort removes a node that failed to start (its logs stay), so no
+# half-started node is left behind; the control plane keeps running.
+node_abort() {
+  local status=$?
+  ((status == 0)) && return 0
+  log "the node did not start; removing what it started (logs stay in ${LOGS})"
+  # die exits: node_down must not be cut short by a second failure.
+  (node_down) || true
+  exit "${status}"
+}
+
 node_up() {
   log "starting the node ${NODE_NAME} (pods on ${POD_SUBNET}, node IP ${NODE_IP})"
   mkdir -p "${NODE_DIR}" "${NODE_RUN}"
   touch "${NODE_DIR}/started"
+  trap node_abort EXIT
   node_pki
   node_rbac
   # The node's processes create files that pods read as non-root users (their
@@ -431,6 +446,7 @@ node_up() {
 
   log "waiting for the node ${NODE_NAME} to be Ready"
   wait_for kubelet 120 kubectl_admin wait --for condition=Ready --timeout 5s "node/${NODE_NAME}"
+  trap - EXIT
 }
 
 # --- teardown ------------------------------------------------------------------
@@ -447,6 +463,10 @@ node_remove_containers() {
     done
     for id in $("${ctr[@]}" containers ls -q 2>/dev/null); do
       "${ctr[@]}" containers rm "${id}" >/dev/null 2>&1 || true
+    done
+    # The sandboxes' records too, or containerd tries to recover them at its next start.
+    for id in $("${ctr[@]}" sandboxes ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
+      "${ctr[@]}" sandboxes rm --force "${id}" >/dev/null 2>&1 || true
     done
   fi
   local runc_root="${NODE_RUN}/runc/k8s.io"

@@ -58,7 +58,9 @@ leftovers() {
 "${ROOT}/hack/local-env.sh" up
 kubectl wait --for condition=Ready --timeout 60s node/terrace-node
 registry="$(cat "${LOCAL}/registry/address")"
-image="${registry}/terrace/webserver:v1"
+# By digest: the tag may name an older build that the node still has.
+image="$(awk '$1 == "webserver" { print $2 }' "${LOCAL}/node/images")"
+[[ "${image}" == "${registry}/"*@sha256:* ]] || { echo "no webserver image by digest in ${LOCAL}/node/images" >&2; exit 1; }
 
 kubectl create namespace "${ns}"
 kubectl -n "${ns}" apply -f - <<YAML
