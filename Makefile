@@ -247,7 +247,7 @@ test-local-env: build-control-plane build ## Smoke-test the local environment (m
 	hack/local-env-smoke.sh
 
 .PHONY: test-node
-test-node: build-control-plane build build-node ## Smoke-test the local node as root (make up NODE=1, a Deployment behind a Service reached by DNS from another pod, make down leaves nothing).
+test-node: build-control-plane build build-node ## Smoke-test the local node as root (make up NODE=1, a Deployment behind a Service reached by DNS from another pod, a manifest deploy item, a crash, make down leaves nothing).
 	hack/node-smoke.sh
 
 ##@ Performance

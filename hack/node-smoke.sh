@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the local node (make test-node; needs root): make up NODE=1,
 # a Deployment of the project's own webserver image with a readiness probe
-# becomes Available, its Service answers by its DNS name from another pod,
+# becomes Available, its Service answers by its DNS name from another pod, a
+# manifest deploy item of two replicas ends Succeeded once both are ready,
 # the node recovers from a crash of containerd and the kubelet, and make down
 # leaves nothing behind: no process, container, mount, network device or
 # iptables rule of the node.
@@ -20,11 +21,15 @@ cleanup() {
     echo "node smoke test failed; what the cluster and the node's logs say:" >&2
     kubectl get nodes,pods -A -o wide >&2 || true
     kubectl -n "${ns}" get events --sort-by .lastTimestamp >&2 || true
+    kubectl -n "${ns}" get deployitems -o jsonpath='{range .items[*]}{.metadata.name}: {.status.phase} {.status.lastError.message}{"\n"}{end}' >&2 || true
     for c in kubelet containerd kube-proxy coredns kube-scheduler; do
       echo "--- ${c}" >&2; tail -n 20 "${LOCAL}/logs/${c}.log" >&2 || true
     done
   fi
+  # The deploy item first, while the manifest deployer runs to remove what it applied.
+  kubectl -n "${ns}" delete deployitem web-di --ignore-not-found --timeout=60s >/dev/null 2>&1 || true
   kubectl delete namespace "${ns}" --ignore-not-found --timeout=60s >/dev/null 2>&1 || true
+  kubectl delete clusterrolebinding "${ns}-target" --ignore-not-found >/dev/null 2>&1 || true
   "${ROOT}/hack/local-env.sh" down >/dev/null || status=1
   if ((status == 0)); then
     leftovers || status=1
@@ -107,6 +112,55 @@ answer="$(kubectl -n "${ns}" logs client 2>&1)"
 [[ "${phase}" == Succeeded && "${answer}" == "hello from web-"* ]] ||
   { echo "the client pod is ${phase:-nowhere} (Succeeded wanted, 90s at most); it printed: ${answer}" >&2; exit 1; }
 echo "web.${ns}.svc.cluster.local answered from another pod: ${answer}"
+
+# Terrace on the node: a manifest deploy item with a Deployment of two
+# replicas ends Succeeded only once its readiness check saw both pods ready.
+kubectl -n "${ns}" create serviceaccount target
+# This cluster's own admin, as make demo's Target; removed with the test.
+kubectl create clusterrolebinding "${ns}-target" --clusterrole cluster-admin --serviceaccount "${ns}:target"
+token="$(kubectl -n "${ns}" create token target --duration 1h)"
+server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
+ca="$(base64 -w0 <"${LOCAL}/pki/ca.crt")"
+kubectl -n "${ns}" create secret generic cluster --from-literal=kubeconfig="$(printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {server: "%s", certificate-authority-data: "%s"}\nusers:\n- name: target\n  user: {token: "%s"}\ncontexts:\n- name: local\n  context: {cluster: local, user: target}\ncurrent-context: local\n' "${server}" "${ca}" "${token}")"
+kubectl -n "${ns}" apply -f - <<YAML
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Target
+metadata: {name: cluster}
+spec:
+  type: landscaper.gardener.cloud/kubernetes-cluster
+  secretRef: {name: cluster, key: kubeconfig}
+---
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: DeployItem
+metadata: {name: web-di}
+spec:
+  type: landscaper.gardener.cloud/kubernetes-manifest
+  target: {name: cluster, namespace: ${ns}}
+  config:
+    apiVersion: manifest.deployer.landscaper.gardener.cloud/v1alpha2
+    kind: ProviderConfiguration
+    manifests:
+    - manifest:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web-di, namespace: ${ns}}
+        spec:
+          replicas: 2
+          selector: {matchLabels: {app: web-di}}
+          template:
+            metadata: {labels: {app: web-di}}
+            spec:
+              containers:
+              - name: web
+                image: ${image}
+                readinessProbe:
+                  httpGet: {path: /healthz, port: 8080}
+                  periodSeconds: 2
+YAML
+kubectl -n "${ns}" wait --for jsonpath='{.status.phase}'=Succeeded --timeout 180s deployitem/web-di
+ready="$(kubectl -n "${ns}" get deployment web-di -o jsonpath='{.status.readyReplicas}')"
+[[ "${ready}" == 2 ]] || { echo "the deploy item Succeeded with ${ready:-no} ready replicas, want 2" >&2; exit 1; }
+echo "the manifest deploy item Succeeded once both replicas of its Deployment were ready"
 
 # A crash of the node's runtime and kubelet: make up NODE=1 again brings them
 # back, and they run new pods.
