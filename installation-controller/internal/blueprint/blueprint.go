@@ -113,6 +113,8 @@ type TemplateBlueprint struct {
 	// Dir is a directory of the parent blueprint's filesystem holding the
 	// sub-installation's blueprint.yaml (and its other files).
 	Dir string `json:"dir,omitempty" yaml:"dir,omitempty"`
+	// Ref is a blueprint resource of the parent's component version.
+	Ref *TemplateBlueprintRef `json:"ref,omitempty" yaml:"ref,omitempty"`
 }
 
 // Error is a blueprint that cannot be used; the message says what to change.

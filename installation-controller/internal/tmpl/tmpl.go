@@ -153,9 +153,10 @@ func ExecuteContext(ctx context.Context, src Source, values map[string]any) (map
 		}
 		return e
 	}
+	values, extra := inputsFrom(ctx, values)
 	fs := funcSets.Get().(*funcSet)
 	defer funcSets.Put(fs)
-	t, err := template.New(src.Execution).Funcs(fs.funcs).Option("missingkey=zero").Parse(src.Template)
+	t, err := template.New(src.Execution).Funcs(fs.funcs).Funcs(guarded(extra, fs.budget)).Option("missingkey=zero").Parse(src.Template)
 	if err != nil {
 		e := fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
 		e.Cause = unavailableCause(e.Cause)

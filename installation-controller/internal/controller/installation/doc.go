@@ -18,7 +18,10 @@
 // phases write: sub_objects_sync.go (the execution and the
 // sub-installations), context_writes.go (import copies for the
 // sub-installations), exports.go. What Init reads: imports.go, and
-// target_imports.go (targets, target lists and maps); hand_deleted.go and deleted_during_job.go
+// target_imports.go (targets, target lists and maps); Init and Completing
+// read the blueprint through component_blueprint.go (inline, or
+// spec.blueprint.ref of the component version component_version.go
+// resolves, also handed to the templates); hand_deleted.go and deleted_during_job.go
 // say what happens when a sub-object or the installation is deleted during a
 // job. installation_status.go turns a phase's outcome into the status.
 //

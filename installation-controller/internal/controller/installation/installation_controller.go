@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/installation-controller/internal/components"
 	"github.com/terrace-dev/terrace/kit/flow"
 	"github.com/terrace-dev/terrace/kit/jobid"
 	"github.com/terrace-dev/terrace/kit/metrics"
@@ -36,12 +37,17 @@ const FieldManager = "installation-controller"
 
 // AddToManager registers the Installation reconciler with mgr.
 func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	resolver, err := components.NewResolver(opts.Components, nil)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(FieldManager),
-		Rechecks:  opts.Rechecks,
-		Bounds:    opts,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(FieldManager),
+		Rechecks:   opts.Rechecks,
+		Bounds:     opts,
+		Components: resolver,
 	}
 	return r.SetupWithManager(ctx, mgr, opts.Controller)
 }
@@ -83,6 +89,10 @@ type Reconciler struct {
 	// read and render (options.go); zero values mean the defaults, and the
 	// process-wide template budget is set from them.
 	Bounds Options
+	// Components reads component versions and their blueprints; one per
+	// process, so that every installation shares its cache. Nil: a
+	// resolver with the default options.
+	Components *components.Resolver
 	// ProcessID tells this process's render marks (render_mark.go) from
 	// those of an earlier process; empty: a new random ID.
 	ProcessID string
@@ -131,6 +141,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if r.ProcessID == "" {
 		r.ProcessID = jobid.New()
+	}
+	if r.Components == nil {
+		resolver, err := components.NewResolver(components.Options{}, nil)
+		if err != nil {
+			return err
+		}
+		r.Components = resolver
 	}
 	// Events quote errors: their notes are bounded as the API server requires.
 	r.Recorder = status.BoundedRecorder(r.Recorder)
@@ -219,6 +236,9 @@ type scope struct {
 	// secrets are the values of the imports read from Secrets this
 	// reconcile: no message it writes quotes them.
 	secrets secretValues
+	// component is the installation's component version as this
+	// reconcile's phase read it (nil without spec.componentDescriptor).
+	component *componentVersion
 }
 
 // track runs write, a write of the installation that updates s.inst from

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/terrace-dev/terrace/installation-controller/internal/components"
 	"github.com/terrace-dev/terrace/installation-controller/internal/tmpl"
 )
 
@@ -83,6 +84,9 @@ type Options struct {
 	// MinAutomaticReconcileInterval raises shorter automaticReconcile
 	// intervals to itself.
 	MinAutomaticReconcileInterval time.Duration
+	// Components bound the component version cache and the blueprints read
+	// from component versions (their own flags, components.Options).
+	Components components.Options
 }
 
 // BindFlags registers the options as flags on fs; fields already set are
@@ -107,6 +111,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Process-wide memory budget, in bytes, of all template renders in flight; a render that cannot get its share fails or is retried.")
 	fs.DurationVar(&o.MinAutomaticReconcileInterval, flagName(FlagMinAutomaticReconcileInterval), d.MinAutomaticReconcileInterval,
 		"Shortest interval of an installation's spec.automaticReconcile; shorter intervals are raised to it.")
+	o.Components.BindFlags(fs)
 }
 
 // withDefaults returns o with every zero bound set to its default.

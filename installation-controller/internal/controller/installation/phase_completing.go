@@ -25,14 +25,18 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.
 		return "", flow.Stalledf(ReasonSpecChanged,
 			"the spec changed during the job (generation %d, job started with %d): add the reconcile annotation to the root installation to start a job with the new spec", inst.Generation, inst.Status.ObservedGeneration)
 	}
-	bp, err := parseBlueprint(inst)
+	bp, err := r.loadBlueprint(ctx, s)
 	if err != nil {
 		return "", err
 	}
 	var im *imports
 	var exports map[string]any
 	renders := len(bp.ExportExecutions)+len(inst.Spec.ExportDataMappings)+len(inst.Spec.ImportDataMappings) > 0
-	err = r.withRenderMark(ctx, s, renders, func(ctx context.Context) error {
+	rctx, err := s.component.renderContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	err = r.withRenderMark(rctx, s, renders, func(ctx context.Context) error {
 		if im, err = r.unchangedImports(ctx, inst, bp); err != nil {
 			return err
 		}

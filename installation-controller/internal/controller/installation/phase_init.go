@@ -35,7 +35,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 		// whatever Init would create or update now, so nothing is written.
 		return "", initWhileDeleting(r.deletionFollows(ctx, inst))
 	}
-	bp, err := parseBlueprint(inst)
+	bp, err := r.loadBlueprint(ctx, s)
 	if err != nil {
 		return "", err
 	}
@@ -46,7 +46,11 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	var items []lsv1alpha1.DeployItemTemplate
 	var templates []blueprint.InstallationTemplate
 	renders := len(bp.ImportExecutions)+len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
-	err = r.withRenderMark(ctx, s, renders, func(ctx context.Context) error {
+	rctx, err := s.component.renderContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	err = r.withRenderMark(rctx, s, renders, func(ctx context.Context) error {
 		if im, err = r.resolveImports(ctx, inst, bp, fromAPIServer); err != nil {
 			return err
 		}

@@ -148,7 +148,7 @@ func (r *Reconciler) syncSubInstallations(ctx context.Context, s *scope, bp *blu
 // updates cur, its current version (nil: none).
 func (r *Reconciler) syncSubInstallation(ctx context.Context, s *scope, bp *blueprint.Blueprint, t *blueprint.InstallationTemplate, name string, cur *lsv1alpha1.Installation) error {
 	inst := s.inst
-	spec, err := subSpec(inst, bp, t)
+	spec, err := subSpec(inst, s.component, bp, t)
 	if err != nil {
 		return flow.StalledError(ReasonTemplateFailed, err)
 	}
@@ -184,16 +184,15 @@ func (r *Reconciler) syncSubInstallation(ctx context.Context, s *scope, bp *blue
 	return nil
 }
 
-func subSpec(parent *lsv1alpha1.Installation, bp *blueprint.Blueprint, t *blueprint.InstallationTemplate) (*lsv1alpha1.InstallationSpec, error) {
-	fs, err := t.Filesystem(bp.Files)
+func subSpec(parent *lsv1alpha1.Installation, cv *componentVersion, bp *blueprint.Blueprint, t *blueprint.InstallationTemplate) (*lsv1alpha1.InstallationSpec, error) {
+	spec := &lsv1alpha1.InstallationSpec{
+		Context: parent.Spec.Context,
+		Imports: t.Imports,
+		Exports: t.Exports,
+	}
+	err := cv.subBlueprint(parent, bp, t, spec)
 	if err != nil {
 		return nil, err
-	}
-	spec := &lsv1alpha1.InstallationSpec{
-		Context:   parent.Spec.Context,
-		Blueprint: lsv1alpha1.BlueprintDefinition{Inline: &lsv1alpha1.InlineBlueprint{Filesystem: fs}},
-		Imports:   t.Imports,
-		Exports:   t.Exports,
 	}
 	if spec.ImportDataMappings, err = toAnyJSON(t.ImportDataMappings); err != nil {
 		return nil, err
