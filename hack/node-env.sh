@@ -41,6 +41,7 @@ NODE_IMAGE_TAG="v1"
 NODE_FORWARD_CHAIN="TERRACE-NODE-FORWARD"
 
 # NODE_COMPONENTS: the node's processes, in the order of start.
+# shellcheck disable=SC2034 # hack/local-env.sh lists them.
 NODE_COMPONENTS=(kube-scheduler containerd kubelet kube-proxy coredns)
 
 node_enabled() { [[ "${NODE}" == 1 ]]; }
@@ -123,7 +124,7 @@ node_cert() {
   local name="$1" subject="$2" san="${3:-}"
   [[ -f "${PKI}/${name}.crt" ]] && return 0
   (
-    cd "${PKI}"
+    cd "${PKI}" || exit 1
     if [[ -n "${san}" ]]; then
       printf 'subjectAltName = %s\nextendedKeyUsage = serverAuth\n' "${san}" >"${name}.ext"
     else
@@ -213,7 +214,7 @@ node_network_down() {
   if iptables -C FORWARD -j "${NODE_FORWARD_CHAIN}" 2>/dev/null; then
     iptables -D FORWARD -j "${NODE_FORWARD_CHAIN}"
   fi
-  iptables -F "${NODE_FORWARD_CHAIN}" 2>/dev/null && iptables -X "${NODE_FORWARD_CHAIN}" 2>/dev/null || true
+  if iptables -F "${NODE_FORWARD_CHAIN}" 2>/dev/null; then iptables -X "${NODE_FORWARD_CHAIN}" || true; fi
   # What kube-proxy's own cleanup, the kubelet and the portmap plugin (hostPort
   # pods) left.
   node_remove_chains '^(KUBE|CNI)-'
@@ -413,7 +414,7 @@ node_up() {
   node_network_up
   node_images
 
-  LISTEN_PORTS[kube-scheduler]="${SCHEDULER_PORT}"
+  LISTEN_PORTS["kube-scheduler"]="${SCHEDULER_PORT}"
   start kube-scheduler "${NODE_BIN}/kube-scheduler" \
     --kubeconfig "${NODE_DIR}/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig "${NODE_DIR}/kube-scheduler.kubeconfig" \
@@ -427,19 +428,19 @@ node_up() {
   PATH="${NODE_BIN}:${PATH}" start containerd "${NODE_BIN}/containerd" --config "${NODE_DIR}/containerd.toml"
   wait_for containerd 60 "${NODE_BIN}/ctr" --address "${CONTAINERD_SOCK}" version
 
-  LISTEN_PORTS[kubelet]="${KUBELET_HEALTHZ_PORT}"
+  LISTEN_PORTS["kubelet"]="${KUBELET_HEALTHZ_PORT}"
   kubelet_config
   start kubelet "${NODE_BIN}/kubelet" --config "${NODE_DIR}/kubelet.yaml" \
     --kubeconfig "${NODE_DIR}/kubelet.kubeconfig" --root-dir "${NODE_DIR}/kubelet" \
     --hostname-override "${NODE_NAME}" --node-ip "${NODE_IP}"
   wait_for kubelet 120 curl -sf "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz"
 
-  LISTEN_PORTS[kube-proxy]="${KUBE_PROXY_HEALTHZ_PORT} ${KUBE_PROXY_METRICS_PORT}"
+  LISTEN_PORTS["kube-proxy"]="${KUBE_PROXY_HEALTHZ_PORT} ${KUBE_PROXY_METRICS_PORT}"
   kube_proxy_config
   start kube-proxy "${NODE_BIN}/kube-proxy" --config "${NODE_DIR}/kube-proxy.yaml"
   wait_for kube-proxy 60 curl -sf "http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz"
 
-  LISTEN_PORTS[coredns]="${COREDNS_HEALTH_PORT} ${COREDNS_READY_PORT}"
+  LISTEN_PORTS["coredns"]="${COREDNS_HEALTH_PORT} ${COREDNS_READY_PORT}"
   coredns_config
   start coredns "${NODE_BIN}/coredns" -conf "${NODE_DIR}/Corefile"
   wait_for coredns 60 curl -sf "http://127.0.0.1:${COREDNS_READY_PORT}/ready"
@@ -505,7 +506,7 @@ node_down() {
   stop coredns
   stop kube-proxy
   # kube-proxy's own cleanup of its iptables rules.
-  [[ -x "${NODE_BIN}/kube-proxy" ]] && "${NODE_BIN}/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  if [[ -x "${NODE_BIN}/kube-proxy" ]]; then "${NODE_BIN}/kube-proxy" --cleanup >/dev/null 2>&1 || true; fi
   stop kubelet
   node_remove_containers
   stop containerd
