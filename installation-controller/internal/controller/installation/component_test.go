@@ -342,3 +342,23 @@ func TestComponentDefinitionsAreRefusedAtApply(t *testing.T) {
 	twice.Spec.ComponentDescriptor.Inline = &inline
 	g.Expect(env.Client.Create(context.Background(), twice)).To(MatchError(ContainSubstring("either by ref or inline, not both")))
 }
+
+// An inline component descriptor is read as given: its blueprint resource
+// comes from the repository its last repositoryContexts entry names.
+func TestComponentInlineDescriptor(t *testing.T) {
+	ns, g := setup(t)
+	base := registrytest.Start(t) + "/ocm"
+	push(t, base, componentSpec{name: "example.org/inline", version: "1.0.0",
+		blueprints: map[string]map[string]string{"bp": simpleBlueprint(`      from: {{ .cd.component.name }}`)}})
+	cd, err := ocm.Resolve(context.Background(), &ocm.Repository{Base: base, PlainHTTP: true}, "example.org/inline", "1.0.0")
+	g.Expect(err).NotTo(HaveOccurred())
+	raw, err := ocm.EncodeV2JSON(cd)
+	g.Expect(err).NotTo(HaveOccurred())
+	inst := componentInstallation(ns, "inst", nil, "", "", "bp")
+	inline := lsv1alpha1.NewAnyJSON(raw)
+	inst.Spec.ComponentDescriptor = &lsv1alpha1.ComponentDescriptorDefinition{Inline: &inline}
+	create(g, inst)
+	g.Eventually(getInst(ns, "inst"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded),
+		func() string { i, _ := getInst(ns, "inst")(); return lastError(i) })
+	g.Expect(onlyItemConfig(g, ns, "inst")).To(ContainSubstring(`"from":"example.org/inline"`))
+}
