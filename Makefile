@@ -144,7 +144,7 @@ build-registry: ## Build only the OCI distribution registry of the local environ
 
 .PHONY: up
 up: build-control-plane build $(if $(filter 1,$(NODE)),build-node) ## Start the local environment: control plane, OCI registry, every controller as its own process (.local/); NODE=1 adds a node that runs pods (root).
-	NODE=$(NODE) hack/local-env.sh up
+	TERRACE_NODE=$(NODE) hack/local-env.sh up
 
 .PHONY: demo
 demo: up ## On top of make up: apply examples/ and follow them until every job finished and every claim is bound.

@@ -11,9 +11,9 @@
 #   hack/local-env.sh status  show what runs
 #   hack/local-env.sh clean   down, then remove all state (.local/)
 #
-# With NODE=1 (make up NODE=1; needs root) it also starts a real node,
+# With TERRACE_NODE=1 (make up NODE=1; needs root) it also starts a real node,
 # terrace-node, that runs pods: see hack/node-env.sh. `down` stops a node that
-# was started whether or not NODE=1 is given.
+# was started whether or not TERRACE_NODE=1 is given.
 #
 # up, down and clean of one state directory run one at a time (a lock file,
 # .lock, taken with flock): an up waits for a down still in progress.

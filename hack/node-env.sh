@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# The local node: with NODE=1, hack/local-env.sh (which sources this file)
+# The local node: with TERRACE_NODE=1 (make up NODE=1 sets it),
+# hack/local-env.sh (which sources this file)
 # adds a real single node, terrace-node, to the local control plane:
 # kube-scheduler, containerd (with runc), kubelet, kube-proxy (iptables) and
 # CoreDNS, all processes built by hack/build-node.sh into bin/node/. Pods get
@@ -16,7 +17,9 @@
 # configuration, CNI configuration and IPAM), /run/terrace-node/ (containerd's
 # runtime state, socket and the pods' network namespaces).
 
-NODE="${NODE:-0}"
+# Not NODE itself: make exports a NODE=1 given on its command line to every
+# recipe, and the e2e suite's and make bench's environments must stay without a node.
+NODE_WANTED="${TERRACE_NODE:-0}"
 NODE_NAME="terrace-node"
 NODE_DIR="${LOCAL}/node"
 NODE_RUN="/run/terrace-node"
@@ -44,7 +47,7 @@ NODE_FORWARD_CHAIN="TERRACE-NODE-FORWARD"
 # shellcheck disable=SC2034 # hack/local-env.sh lists them.
 NODE_COMPONENTS=(kube-scheduler containerd kubelet kube-proxy coredns)
 
-node_enabled() { [[ "${NODE}" == 1 ]]; }
+node_enabled() { [[ "${NODE_WANTED}" == 1 ]]; }
 
 # node_started: a node was started from this state directory (make down
 # cleans it up whether or not NODE=1 is given again).
@@ -57,14 +60,15 @@ node_image() { awk -v n="$1" '$1 == n { print $2 }' "${NODE_DIR}/images"; }
 
 # node_authorization_modes: with a node, the node authorizer before RBAC, so
 # the kubelet may read only what its own pods need.
-node_authorization_modes() { if node_enabled; then echo Node,RBAC; else echo RBAC; fi; }
+# A node that runs keeps them when a plain make up restarts kube-apiserver.
+node_authorization_modes() { if node_enabled || node_started; then echo Node,RBAC; else echo RBAC; fi; }
 
 # node_apiserver_flags: what else kube-apiserver needs for a node:
 # NodeRestriction (the kubelet may change only its own Node and pods) and a
 # client certificate to reach the kubelet (logs, exec) at its IP (the node's
 # name resolves nowhere).
 node_apiserver_flags() {
-  node_enabled || return 0
+  node_enabled || node_started || return 0
   printf '%s\n' --enable-admission-plugins NodeRestriction \
     --kubelet-client-certificate "${PKI}/admin.crt" --kubelet-client-key "${PKI}/admin.key" \
     --kubelet-preferred-address-types InternalIP

@@ -10,7 +10,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LOCAL="${TERRACE_LOCAL_DIR:-${ROOT}/.local}"
-export KUBECONFIG="${LOCAL}/kubeconfig" NODE=1
+export KUBECONFIG="${LOCAL}/kubeconfig" TERRACE_NODE=1
 ns="node-smoke-$$"
 
 [[ "$(id -u)" == 0 ]] || { echo "make test-node needs root (the node mounts file systems and creates network devices)" >&2; exit 1; }
