@@ -20,8 +20,6 @@ import (
 
 // Reasons of chart errors.
 const (
-	// ReasonChartNotSupported: the chart source is not supported yet.
-	ReasonChartNotSupported = "ChartSourceNotSupported"
 	// ReasonInvalidChart: the archive is not a chart, or too large.
 	ReasonInvalidChart = "InvalidChart"
 	// ReasonChartPullFailed: the registry or chart server did not hand out the chart.
@@ -65,11 +63,7 @@ func (cs *chartSource) load(ctx context.Context, req *lib.Request, c helmv1alpha
 	switch {
 	case c.Archive != nil && c.Archive.Raw != "":
 		return cs.fromRaw(c.Archive.Raw)
-	case c.ResourceRef != "":
-		return nil, notSupported("spec.config.chart.resourceRef", "component resources are not resolved yet; use chart.ref, chart.archive or chart.helmChartRepo")
-	case c.FromResource != nil:
-		return nil, notSupported("spec.config.chart.fromResource", "component resources are not resolved yet; use chart.ref, chart.archive or chart.helmChartRepo")
-	case c.Ref == "" && (c.Archive == nil || c.Archive.Remote == nil) && c.HelmChartRepo == nil:
+	case c.Ref == "" && (c.Archive == nil || c.Archive.Remote == nil) && c.HelmChartRepo == nil && c.ResourceRef == "" && c.FromResource == nil:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.chart: one of ref, archive, helmChartRepo, resourceRef or fromResource must be set")
 	}
 	creds, err := cs.credentialsOf(ctx, req.Item)
@@ -77,6 +71,10 @@ func (cs *chartSource) load(ctx context.Context, req *lib.Request, c helmv1alpha
 		return nil, err
 	}
 	switch {
+	case c.ResourceRef != "":
+		return cs.fromResourceKey(ctx, creds, c.ResourceRef)
+	case c.FromResource != nil:
+		return cs.fromResource(ctx, creds, c.FromResource)
 	case c.Ref != "":
 		return cs.pull(ctx, creds, c.Ref)
 	case c.Archive != nil && c.Archive.Remote != nil:
@@ -84,10 +82,6 @@ func (cs *chartSource) load(ctx context.Context, req *lib.Request, c helmv1alpha
 	default:
 		return cs.fromRepo(ctx, creds, c.HelmChartRepo)
 	}
-}
-
-func notSupported(field, way string) error {
-	return lib.ConfigError(ReasonChartNotSupported, "%s: this chart source is not supported yet by the helm deployer; %s", field, way)
 }
 
 // fromRaw loads a base64-encoded chart archive.
@@ -130,7 +124,11 @@ func (cs *chartSource) tooLarge(field string) error {
 // every pull, with the item's credential; the chart layer comes from the
 // cache when the manifest was pulled before.
 func (cs *chartSource) pull(ctx context.Context, creds *itemCredentials, ref string) (*chart.Chart, error) {
-	const field = "spec.config.chart.ref"
+	return cs.pullAs(ctx, creds, "spec.config.chart.ref", ref)
+}
+
+// pullAs is pull for a reference read from field.
+func (cs *chartSource) pullAs(ctx context.Context, creds *itemCredentials, field, ref string) (*chart.Chart, error) {
 	ref = strings.TrimPrefix(ref, "oci://")
 	host, _, _ := strings.Cut(ref, "/")
 	hc, plainHTTP, err := cs.registryHTTPClient(host)

@@ -27,7 +27,11 @@ const ReasonChartVersionNotFound = "ChartVersionNotFound"
 // latest stable one; a version that is no entry of the index is read as a
 // semver range (">=1.2 <2").
 func (cs *chartSource) fromRepo(ctx context.Context, creds *itemCredentials, r *helmv1alpha1.HelmChartRepo) (*chart.Chart, error) {
-	const field = "spec.config.chart.helmChartRepo"
+	return cs.fromRepoAs(ctx, creds, "spec.config.chart.helmChartRepo", r)
+}
+
+// fromRepoAs is fromRepo for a chart named by field.
+func (cs *chartSource) fromRepoAs(ctx context.Context, creds *itemCredentials, field string, r *helmv1alpha1.HelmChartRepo) (*chart.Chart, error) {
 	if r.HelmChartName == "" {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "%s.helmChartName must be set", field)
 	}

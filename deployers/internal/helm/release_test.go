@@ -87,9 +87,9 @@ func TestBadConfiguration(t *testing.T) {
 		name, reason, msg string
 		fields            map[string]any
 	}{
-		{"resource-ref", helm.ReasonChartNotSupported, "spec.config.chart.resourceRef: this chart source is not supported yet",
+		{"resource-ref", helm.ReasonComponentResource, "spec.config.chart.resourceRef: the resource key is not unpadded base64url",
 			map[string]any{"chart": map[string]string{"resourceRef": "chart"}}},
-		{"from-resource", helm.ReasonChartNotSupported, "spec.config.chart.fromResource: this chart source is not supported yet",
+		{"from-resource", helm.ReasonComponentResource, "spec.config.chart.fromResource: one of ref or inline must be set",
 			map[string]any{"chart": map[string]any{"fromResource": map[string]string{"resourceName": "chart"}}}},
 		{"missing-chart", helm.ReasonChartPullFailed, "the registry has no such chart",
 			map[string]any{"chart": map[string]string{"ref": registrytest.Start(t) + "/charts/nothing:1.0.0"}}},
