@@ -150,7 +150,7 @@ func TestComponentBlueprintFromContextRepository(t *testing.T) {
 	create(g, &corev1.Secret{ObjectMeta: metaNS(ns, "pull"), Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example.org":{"auth":"dXNlcjpwYXNz"}}}`)}})
 	create(g, &lsv1alpha1.Context{ObjectMeta: metaNS(ns, lsv1alpha1.DefaultContextName), RepositoryContext: ociContext(base),
-		RegistryPullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}, UseOCM: true})
+		RegistryPullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}, UseOCM: true, ComponentVersionOverwrites: "overwrites"})
 	create(g, componentInstallation(ns, "app", nil, "example.org/app", "1.0.0", "app-blueprint"))
 
 	g.Eventually(getInst(ns, "app"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded),
@@ -215,8 +215,14 @@ func subInstallation(g Gomega, ns, name string) *lsv1alpha1.Installation {
 func TestComponentBadInputsFailTheJob(t *testing.T) {
 	base := registrytest.Start(t) + "/ocm"
 	push(t, base, componentSpec{name: "example.org/bad", version: "1.0.0",
-		blueprints: map[string]map[string]string{"good": simpleBlueprint("")},
-		raw:        map[string]ocm.LocalBlob{"text": ocm.BytesBlob("text/plain", []byte("not a blueprint"))},
+		blueprints: map[string]map[string]string{"good": simpleBlueprint(""), "dangling": {"blueprint.yaml": `apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+subinstallations:
+- name: sub
+  blueprint:
+    ref: cd://componentReferences/nope/resources/bp
+`}},
+		raw: map[string]ocm.LocalBlob{"text": ocm.BytesBlob("text/plain", []byte("not a blueprint"))},
 	})
 	rc := ociContext(base)
 	for _, tc := range []struct {
@@ -247,6 +253,12 @@ func TestComponentBadInputsFailTheJob(t *testing.T) {
 			return componentInstallation(ns, "inst", &lsv1alpha1.RepositoryContext{Type: "CommonTransportFormat", BaseURL: "/tmp/ctf"}, "example.org/bad", "1.0.0", "good")
 		},
 		want: []string{installation.ReasonComponentInvalid, "spec.componentDescriptor", `"CommonTransportFormat" is not supported`},
+	}, {
+		name: "sub-installation reference to a missing component reference",
+		inst: func(ns string) *lsv1alpha1.Installation {
+			return componentInstallation(ns, "inst", rc, "example.org/bad", "1.0.0", "dangling")
+		},
+		want: []string{installation.ReasonTemplateFailed, `subinstallation "sub": blueprint.ref`, `component example.org/bad:1.0.0 has no component reference "nope"`},
 	}, {
 		name: "ref without component version",
 		inst: func(ns string) *lsv1alpha1.Installation {
