@@ -9,7 +9,7 @@
 //	kind: ProviderConfiguration
 //	chart:
 //	  ref: registry.example/charts/app:1.0.0   # OCI reference, or
-//	  # archive: {raw: <base64 .tgz>}
+//	  # archive: {raw: <base64 .tgz>}, helmChartRepo, resourceRef, fromResource
 //	name: app                                  # release name
 //	namespace: apps                            # release namespace
 //	createNamespace: true
@@ -41,9 +41,13 @@
 // every download is bounded by --max-chart-bytes and
 // --registry-request-timeout. Archives are cached by digest, in memory
 // (--chart-cache-bytes) and optionally on disk (--chart-cache-dir).
-// resourceRef and fromResource (component resources) end the item Failed
-// with ERR_CONFIGURATION_PROBLEM and a message saying they are not
-// supported yet.
+// chart.resourceRef (a resource key, as getResourceKey writes it) and
+// chart.fromResource ({ref: {repositoryContext, componentName, version} |
+// inline: <descriptor>, resourceName}) take the chart from a resource of an
+// OCM component version, read with the item's registryPullSecrets within
+// the same bounds: a local blob of a chart media type (cached by its
+// digest), an ociArtifact (pulled as chart.ref) or a helmChartRepository
+// access (read as chart.helmChartRepo).
 //
 // With helmDeployment: false the chart is rendered as helm template does
 // (capabilities: the target's Kubernetes version and API versions; CRDs of
