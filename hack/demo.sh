@@ -59,7 +59,7 @@ if [[ "${1:-}" == clean ]]; then
     fi
   fi
   kubectl -n "${NS}" delete dtc team-env --ignore-not-found --timeout="${TIMEOUT}s"
-  kubectl delete namespace "${NS}" landscape-app greeter --ignore-not-found --timeout="${TIMEOUT}s"
+  kubectl delete namespace "${NS}" landscape-app greeter greeter-cv --ignore-not-found --timeout="${TIMEOUT}s"
   # Cluster-scoped: it would make whoever creates the ServiceAccount
   # demo/demo-target again cluster-admin.
   kubectl delete clusterrolebinding terrace-demo-target --ignore-not-found
@@ -101,12 +101,25 @@ data: ${registry}/demo
 YAML
 kubectl apply -f "${EX}/helm-chart/installation.yaml"
 
+step "a landscape as an OCM component version: blueprint and chart pushed with terrace component push"
+"${ROOT}/bin/terrace" component push --plain-http --repo "${registry}/ocm" "${EX}/component-landscape/component-constructor.yaml"
+cat <<YAML | kubectl apply -f -
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Context
+metadata: {name: components, namespace: ${NS}}
+repositoryContext:
+  type: OCIRegistry
+  baseUrl: ${registry}/ocm
+YAML
+kubectl apply -f "${EX}/component-landscape/installation.yaml"
+
 step "a DeploymentTargetClaim, provisioned through a SpaceRequest"
 kubectl apply -f "${EX}/provisioned-namespace/claim.yaml"
 
 step "waiting"
 wait_until "landscape job finished" job_finished installation/landscape
 wait_until "greeter job finished" job_finished installation/greeter
+wait_until "greeter-landscape job finished" job_finished installation/greeter-landscape
 wait_until "claim team-env Bound" phase_is dtc/team-env Bound
 
 step "deploying into the provisioned namespace"
@@ -134,6 +147,8 @@ kubectl -n "${NS}" get installations,executions,deployitems
 kubectl -n "${NS}" get dtc,dt,spacerequests
 kubectl -n "${NS}" get dataobject landscape-app-url -o jsonpath='{"landscape exports app-url = "}{.data}{"\n"}'
 kubectl -n greeter get configmap greeter-greeting -o jsonpath='{"greeter/greeter-greeting greeting = "}{.data.greeting}{"\n"}'
+kubectl -n "${NS}" get dataobject greeter-landscape-greeting greeter-landscape-chart-version \
+  -o jsonpath='{range .items[*]}{"greeter-landscape exports "}{.metadata.name}{" = "}{.data}{"\n"}{end}'
 helm_release="$(kubectl -n greeter get secrets -l owner=helm,name=greeter -o jsonpath='{range .items[*]}{.metadata.labels.name} revision {.metadata.labels.version} {.metadata.labels.status}{"\n"}{end}')"
 echo "helm release ${helm_release}"
 kubectl -n landscape-app get configmap app-config -o jsonpath='{"landscape-app/app-config DATABASE_URL = "}{.data.DATABASE_URL}{"\n"}'

@@ -203,6 +203,7 @@ func TestExampleObjectsApply(t *testing.T) {
 		"../../examples/landscape/target.yaml",
 		"../../examples/landscape/installation.yaml",
 		"../../examples/helm-chart/installation.yaml",
+		"../../examples/component-landscape/installation.yaml",
 		"../../examples/provisioned-namespace/installation.yaml",
 	}
 	ctx := context.Background()
