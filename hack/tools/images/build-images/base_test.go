@@ -26,7 +26,7 @@ func writeFile(t *testing.T, name, content string) string {
 func files(t *testing.T, img v1.Image) map[string]string {
 	t.Helper()
 	rc := mutate.Extract(img)
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	out := map[string]string{}
 	tr := tar.NewReader(rc)
 	for {

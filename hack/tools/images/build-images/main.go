@@ -80,6 +80,6 @@ func push(ref, label string, img v1.Image) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stdout, "%s %s@%s\n", label, ref, digest)
-	return nil
+	_, err = fmt.Fprintf(os.Stdout, "%s %s@%s\n", label, ref, digest)
+	return err
 }
