@@ -3,10 +3,8 @@ package suite
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,9 +18,7 @@ import (
 // environment's registry with the terrace CLI, as a user would, and returns
 // the chart's reference.
 func pushExampleChart(ctx context.Context, repo string) string {
-	raw, err := os.ReadFile(filepath.Join(env.LocalDir, "registry", "address"))
-	Expect(err).NotTo(HaveOccurred(), "the local environment's registry address")
-	ref := strings.TrimSpace(string(raw)) + "/" + repo
+	ref := registryAddress() + "/" + repo
 	cmd := exec.CommandContext(ctx, filepath.Join(env.Root, "bin", "terrace"), "chart", "push", "--plain-http", //nolint:gosec // the project's own CLI
 		filepath.Join(env.Root, "examples", "helm-chart", "chart"), ref)
 	out, err := cmd.CombinedOutput()
