@@ -147,7 +147,7 @@ kubectl -n "${NS}" get installations,executions,deployitems
 kubectl -n "${NS}" get dtc,dt,spacerequests
 kubectl -n "${NS}" get dataobject landscape-app-url -o jsonpath='{"landscape exports app-url = "}{.data}{"\n"}'
 kubectl -n greeter get configmap greeter-greeting -o jsonpath='{"greeter/greeter-greeting greeting = "}{.data.greeting}{"\n"}'
-kubectl -n "${NS}" get dataobject greeter-landscape-greeting greeter-landscape-chart-version \
+kubectl -n "${NS}" get dataobject greeter-landscape-greeting greeter-landscape-chart-version greeter-landscape-image \
   -o jsonpath='{range .items[*]}{"greeter-landscape exports "}{.metadata.name}{" = "}{.data}{"\n"}{end}'
 helm_release="$(kubectl -n greeter get secrets -l owner=helm,name=greeter -o jsonpath='{range .items[*]}{.metadata.labels.name} revision {.metadata.labels.version} {.metadata.labels.status}{"\n"}{end}')"
 echo "helm release ${helm_release}"

@@ -104,7 +104,8 @@ spec:
 		cm := &corev1.ConfigMap{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "greeter-cv", Name: "greeter-cv-greeting"}, cm)).To(Succeed())
 		Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello from a component version"))
-		for name, want := range map[string]string{"greeter-landscape-greeting": `"hello from a component version"`, "greeter-landscape-chart-version": `"0.1.0"`} {
+		for name, want := range map[string]string{"greeter-landscape-greeting": `"hello from a component version"`, "greeter-landscape-chart-version": `"0.1.0"`,
+			"greeter-landscape-image": `"registry.example/terrace/greeter:1.0.0"`} {
 			do := &lsv1alpha1.DataObject{}
 			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, do)).To(Succeed(), name)
 			Expect(string(do.Data.RawMessage)).To(Equal(want), name)
