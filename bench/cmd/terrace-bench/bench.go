@@ -37,10 +37,12 @@ type bench struct {
 	targetKubeconfig []byte
 	timeout          time.Duration
 	// root is the repository root; registry the address of the
-	// environment's OCI registry, where chartPushed says the chart is.
-	root        string
-	registry    string
-	chartPushed bool
+	// environment's OCI registry, where chartPushed and componentPushed say
+	// the chart and the component version are.
+	root            string
+	registry        string
+	chartPushed     bool
+	componentPushed bool
 	// runID and nsSeq make the namespaces unique, also in a reused environment.
 	runID string
 	nsSeq int

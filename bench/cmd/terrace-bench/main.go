@@ -8,7 +8,7 @@
 // under .local/bench/. The environment is stopped at the end, also after a
 // failure or Ctrl-C (unless -keep).
 //
-//	terrace-bench [-workloads single,tree,chain,roots,crowded,claims,apicost,chart-manifest,helm] [-n roots=50:200:1000,crowded=1000:200,single=20,helm=20:100,...] [-keep]
+//	terrace-bench [-workloads single,tree,chain,roots,crowded,claims,apicost,chart-manifest,helm,component-inline,component] [-n roots=50:200:1000,crowded=1000:200,single=20,helm=20:100,component=100,...] [-keep]
 package main
 
 import (

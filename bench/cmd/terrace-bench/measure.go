@@ -64,6 +64,11 @@ func (b *bench) measureInto(ctx context.Context, w workload, res *result) error 
 
 	res.setRequests(b.count.Delta(base.metrics, after), base.metrics, after, own)
 	res.setProcesses(b.procs, base.procs, procDone, procAfter)
+	if w.account != nil {
+		if err := w.account(res); err != nil {
+			res.Error = strings.TrimPrefix(res.Error+"; "+err.Error(), "; ")
+		}
+	}
 	return nil
 }
 

@@ -23,6 +23,9 @@ type report struct {
 	Results  []*result   `json:"results"`
 	// APICost prices single requests (workload apicost).
 	APICost []apiCostResult `json:"apiCost,omitempty"`
+	// ComponentVsInline compares the component workloads with their inline
+	// twins.
+	ComponentVsInline []componentRatio `json:"componentVsInline,omitempty"`
 }
 
 func newReport(root string) *report {
@@ -71,6 +74,15 @@ func (rep *report) writeSummary(w io.Writer) error {
 		t.printf("%s\t%5d\t%7.3f\t%7.3f\t%7.3f\t%5s\t%5s\t%8.1f\t%6.1f (%s)\n", name, r.Roots, r.FirstSec, r.HalfSec, r.AllSec, p50, p90, r.PerRoot, maxRSS, maxName)
 	}
 	t.flush(tw)
+	for _, r := range rep.Results {
+		if r.Registry != nil {
+			p.printf("%s %s\n", r.Workload, r.Registry)
+		}
+	}
+	rep.ComponentVsInline = componentRatios(rep.Results)
+	for _, c := range rep.ComponentVsInline {
+		p.printf("%s\n", c)
+	}
 	return errors.Join(p.err, t.err)
 }
 

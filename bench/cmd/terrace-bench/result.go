@@ -56,7 +56,10 @@ type result struct {
 	OtherFlowSchemas map[string]int `json:"otherRequestsByFlowSchema"`
 
 	Processes []procResult `json:"processes"`
-	Error     string       `json:"error,omitempty"`
+	// Registry is what the controllers asked of the OCI registry during the
+	// run (component workloads), counted by the bench's proxy.
+	Registry *registryFetches `json:"registry,omitempty"`
+	Error    string           `json:"error,omitempty"`
 
 	counts apirequests.Counts
 }
@@ -102,6 +105,9 @@ func (r *result) write(w io.Writer) error {
 	r.writeTimes(p)
 	if len(r.Steps) > 0 && p.err == nil {
 		p.err = writeSteps(w, r.Steps)
+	}
+	if r.Registry != nil {
+		p.printf("  %s\n", r.Registry)
 	}
 	p.printf("  API requests by the Terrace processes: %d = %.1f per root object (%d)\n", r.TerraceRequests, r.PerRoot, r.Roots)
 	tableErr := r.writeProcesses(p)

@@ -59,3 +59,43 @@ func TestNewWorkloadsExpandsSizes(t *testing.T) {
 		t.Errorf("chain: %v", got)
 	}
 }
+
+func TestComponentWorkloadSizes(t *testing.T) {
+	got, err := parseSizes("component=7,component-inline=9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[wComponent], []int{7}) || !slices.Equal(got[wComponentInline], []int{9}) {
+		t.Errorf("sizes: %v %v", got[wComponent], got[wComponentInline])
+	}
+	if defaultSizes[wComponent][0] != 100 || defaultSizes[wComponentInline][0] != 100 {
+		t.Errorf("defaults: %v %v", defaultSizes[wComponent], defaultSizes[wComponentInline])
+	}
+	if _, err := parseSizes("component=1:2"); err == nil || !strings.Contains(err.Error(), "one size only") {
+		t.Errorf("two sizes for component: %v", err)
+	}
+	ws := newWorkloads(wComponent, []int{7}, 16)
+	if len(ws) != 1 || ws[0].name != "component-7" || ws[0].roots != 7 || ws[0].account == nil {
+		t.Errorf("component: %+v", ws)
+	}
+}
+
+func TestComponentRatios(t *testing.T) {
+	results := []*result{
+		{Workload: "component-inline-100", AllSec: 10},
+		{Workload: "component-100", AllSec: 12},
+		{Workload: "component-50", AllSec: 5}, // no inline twin
+		{Workload: "roots-100", AllSec: 1},
+	}
+	got := componentRatios(results)
+	if len(got) != 1 || got[0].Component != "component-100" || got[0].Inline != "component-inline-100" || got[0].Ratio != 1.2 {
+		t.Fatalf("ratios: %+v", got)
+	}
+	if s := got[0].String(); !strings.Contains(s, "1.20×") || !strings.Contains(s, "within") {
+		t.Errorf("line: %s", s)
+	}
+	results[1].AllSec = 14
+	if s := componentRatios(results)[0].String(); !strings.Contains(s, "OVER") {
+		t.Errorf("over the target: %s", s)
+	}
+}

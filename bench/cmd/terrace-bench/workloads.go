@@ -18,6 +18,9 @@ type workload struct {
 	roots   int
 	prepare func(ctx context.Context, b *bench, ns string) error
 	run     func(ctx context.Context, b *bench, ns string) (timing, error)
+	// account, when set, adds what the workload observed beside the API
+	// requests to res once the processes are quiet; its error fails the run.
+	account func(res *result) error
 	close   func()
 }
 
@@ -48,7 +51,7 @@ const (
 // single runs first, on a fresh control plane; apicost right after, on a
 // control plane that holds almost nothing yet: its prices are the floor,
 // without the heap and watch load the larger workloads leave behind.
-var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims, wChartManifest, wHelm}
+var allWorkloads = []string{wSingle, wAPICost, wTree, wChain, wRoots, wCrowded, wClaims, wChartManifest, wHelm, wComponentInline, wComponent}
 
 // defaultSizes are the sizes Terrace's performance targets name; roots runs
 // once per size.
@@ -63,6 +66,9 @@ var defaultSizes = map[string][]int{
 	// one after the other : created at once
 	wHelm:          {20, 100},
 	wChartManifest: {20, 100},
+	// installations created at once
+	wComponent:       {100},
+	wComponentInline: {100},
 	// requests of each kind
 	wAPICost: {500},
 }
@@ -98,11 +104,13 @@ func newWorkload(name string, n, creators int) workload {
 		return chain(n)
 	case wClaims:
 		return claims(n, creators)
+	case wComponent, wComponentInline:
+		return componentWorkloads(name, n, creators)
 	}
 	panic("unknown workload " + name)
 }
 
-// parseSizes reads -n: "single=20,roots=50:200:1000,crowded=1000:200,chain=50,claims=100,tree=3,helm=20:100".
+// parseSizes reads -n: "single=20,roots=50:200:1000,crowded=1000:200,chain=50,claims=100,tree=3,helm=20:100,component=100".
 func parseSizes(s string) (map[string][]int, error) {
 	out := map[string][]int{}
 	for k, v := range defaultSizes {
