@@ -56,7 +56,7 @@ func (b *Blueprint) RunImportExecutions(ctx context.Context, values map[string]a
 			in[k] = v
 		}
 		in["imports"] = merged
-		doc, err := tmpl.ExecuteContext(ctx, source(ex), in)
+		doc, err := tmpl.ExecuteContext(ctx, b.source(ex), in)
 		if err != nil {
 			return nil, err
 		}

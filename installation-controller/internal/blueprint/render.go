@@ -166,8 +166,8 @@ func (b *Blueprint) schemas() (*schema.Set, error) {
 	return schema.Compile(schema.Document{Fields: fields, LocalTypes: b.LocalTypes, Files: b.Files, DefaultDraft: b.JSONSchemaVersion})
 }
 
-func source(ex Execution) tmpl.Source {
-	return tmpl.Source{Execution: ex.Name, File: ex.File, Line: ex.Line, Template: ex.Template}
+func (b *Blueprint) source(ex Execution) tmpl.Source {
+	return tmpl.Source{Execution: ex.Name, File: ex.File, Line: ex.Line, Template: ex.Template, Files: b.Files}
 }
 
 // renderedItem is one deploy item as a deploy execution writes it.
@@ -203,7 +203,7 @@ func (b *Blueprint) deployItems(ctx context.Context, values map[string]any, targ
 	var items []lsv1alpha1.DeployItemTemplate
 	seen := map[string]string{}
 	for _, ex := range b.DeployExecutions {
-		out, err := tmpl.ExecuteContext(ctx, source(ex), withState(values, prev[DeployStateKey(ex.Name)]))
+		out, err := tmpl.ExecuteContext(ctx, b.source(ex), withState(values, prev[DeployStateKey(ex.Name)]))
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func (b *Blueprint) SubinstallationTemplates(values map[string]any) ([]Installat
 func (b *Blueprint) SubinstallationTemplatesContext(ctx context.Context, values map[string]any) ([]InstallationTemplate, error) {
 	out := append([]InstallationTemplate(nil), b.Subinstallations...)
 	for _, ex := range b.SubinstallationExecutions {
-		doc, err := tmpl.ExecuteContext(ctx, source(ex), values)
+		doc, err := tmpl.ExecuteContext(ctx, b.source(ex), values)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +296,7 @@ func (b *Blueprint) RenderExportsContext(ctx context.Context, values map[string]
 func (b *Blueprint) renderExports(ctx context.Context, values map[string]any, prev, written State, collections []tmpl.Collection) (map[string]any, error) {
 	exports := map[string]any{}
 	for _, ex := range b.ExportExecutions {
-		src := source(ex)
+		src := b.source(ex)
 		src.Collections = collections
 		doc, err := tmpl.ExecuteContext(ctx, src, withState(values, prev[ExportStateKey(ex.Name)]))
 		if err != nil {

@@ -36,6 +36,9 @@ type Source struct {
 	// Collections are the bindings besides .imports whose entries a failed
 	// render's error names when it read one they do not have.
 	Collections []Collection
+	// Files are the blueprint's files (path → content), which include,
+	// readFile and readDir read (files.go); nil: the functions fail.
+	Files map[string]string
 }
 
 // Error is a template that failed to parse, execute or produce YAML.
@@ -156,7 +159,13 @@ func ExecuteContext(ctx context.Context, src Source, values map[string]any) (map
 	values, extra := inputsFrom(ctx, values)
 	fs := funcSets.Get().(*funcSet)
 	defer funcSets.Put(fs)
-	t, err := template.New(src.Execution).Funcs(fs.funcs).Funcs(guarded(extra, fs.budget)).Option("missingkey=zero").Parse(src.Template)
+	var set *template.Template
+	t, err := template.New(src.Execution).Funcs(fs.funcs).Funcs(guarded(fileFuncs(src.Files, &set), fs.budget)).
+		Funcs(guarded(extra, fs.budget)).Option("missingkey=zero").Parse(src.Template)
+	if err == nil {
+		set = t
+		err = parseIncludes(t, src.Files)
+	}
 	if err != nil {
 		e := fail("parse", err, src.Template, lineOf(templateLine, err), base-1)
 		e.Cause = unavailableCause(e.Cause)

@@ -129,3 +129,31 @@ func TestTemplateStateNeverTakesAnotherSecret(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: installation.TemplateStateSecretName(inst)}, sec)).To(Succeed())
 	g.Expect(string(sec.Data["state"])).To(Equal("mine"))
 }
+
+// A deploy execution read from a file of the blueprint (file:) includes
+// another file with include and reads one with readFile, as Landscaper's
+// templating documentation shows, through the chain to Succeeded.
+func TestTemplatesReadTheBlueprintFilesystem(t *testing.T) {
+	ns, g := setup(t)
+	create(g, newInstallation(ns, "files", map[string]string{
+		"blueprint.yaml": `deployExecutions:
+- name: default
+  type: GoTemplate
+  file: data/template
+`,
+		"data/template": `deployItems:
+- name: item
+  type: landscaper.gardener.cloud/mock
+  config:
+{{ include "data/config" (dict "name" .installation.name) | indent 4 }}
+`,
+		"data/config": `apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+kind: ProviderConfiguration
+providerStatus:
+  greeting: {{ readFile "data/greeting.txt" | trim }} {{ .name }}
+`,
+		"data/greeting.txt": "hello from a file\n",
+	}, reconcileAnnotation...))
+	g.Eventually(getInst(ns, "files"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded), func() string { i, _ := getInst(ns, "files")(); return lastError(i) })
+	g.Expect(itemConfig(g, ns, "files")).To(ContainSubstring(`"greeting":"hello from a file files"`))
+}
