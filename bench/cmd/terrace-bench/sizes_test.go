@@ -85,6 +85,8 @@ func TestComponentRatios(t *testing.T) {
 		{Workload: "component-inline-100", AllSec: 10},
 		{Workload: "component-100", AllSec: 12},
 		{Workload: "component-50", AllSec: 5}, // no inline twin
+		{Workload: "component-inline-7"},      // no times: timed out before the first
+		{Workload: "component-7", AllSec: 1},
 		{Workload: "roots-100", AllSec: 1},
 	}
 	got := componentRatios(results)
@@ -94,8 +96,8 @@ func TestComponentRatios(t *testing.T) {
 	if s := got[0].String(); !strings.Contains(s, "1.20×") || !strings.Contains(s, "within") {
 		t.Errorf("line: %s", s)
 	}
-	results[1].AllSec = 14
-	if s := componentRatios(results)[0].String(); !strings.Contains(s, "OVER") {
-		t.Errorf("over the target: %s", s)
+	results[1].AllSec, results[1].Error = 14, "fetched 2 times"
+	if s := componentRatios(results)[0].String(); !strings.Contains(s, "OVER") || !strings.Contains(s, "FAILED") {
+		t.Errorf("over the target, failed: %s", s)
 	}
 }

@@ -170,6 +170,8 @@ type componentRatio struct {
 	Component string  `json:"component"`
 	Inline    string  `json:"inline"`
 	Ratio     float64 `json:"allSecondsRatio"`
+	// Failed: one of the two runs failed; its times may be partial.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // maxComponentRatio is the target: reading the blueprint from a component
@@ -177,7 +179,7 @@ type componentRatio struct {
 const maxComponentRatio = 1.3
 
 // componentRatios pairs each component-n result with component-inline-n;
-// failed or timeless runs are left out.
+// runs without times are left out, failed ones marked.
 func componentRatios(results []*result) []componentRatio {
 	inline := map[string]*result{}
 	for _, r := range results {
@@ -189,10 +191,10 @@ func componentRatios(results []*result) []componentRatio {
 	for _, r := range results {
 		size, ok := strings.CutPrefix(r.Workload, wComponent+"-")
 		in := inline[size]
-		if !ok || in == nil || r.Error != "" || in.Error != "" || in.AllSec <= 0 {
+		if !ok || in == nil || r.AllSec <= 0 || in.AllSec <= 0 {
 			continue
 		}
-		out = append(out, componentRatio{Component: r.Workload, Inline: in.Workload, Ratio: r.AllSec / in.AllSec})
+		out = append(out, componentRatio{Component: r.Workload, Inline: in.Workload, Ratio: r.AllSec / in.AllSec, Failed: r.Error != "" || in.Error != ""})
 	}
 	return out
 }
@@ -203,5 +205,9 @@ func (c componentRatio) String() string {
 	if c.Ratio > maxComponentRatio {
 		verdict = "OVER"
 	}
-	return fmt.Sprintf("%s / %s all seconds: %.2f× (%s the target of %.1f×)", c.Component, c.Inline, c.Ratio, verdict, maxComponentRatio)
+	s := fmt.Sprintf("%s / %s all seconds: %.2f× (%s the target of %.1f×)", c.Component, c.Inline, c.Ratio, verdict, maxComponentRatio)
+	if c.Failed {
+		s += "; a run FAILED (see above)"
+	}
+	return s
 }
