@@ -60,6 +60,22 @@ type Manifest struct {
 	Policy ManifestPolicy `json:"policy,omitempty"`
 	// Manifest is the object.
 	Manifest *runtime.RawExtension `json:"manifest,omitempty"`
+	// AnnotateBeforeCreate are annotations the object gets when the
+	// deployer creates it; an existing object does not get them.
+	// +optional
+	AnnotateBeforeCreate map[string]string `json:"annotateBeforeCreate,omitempty"`
+	// AnnotateBeforeDelete are annotations set on the object right before
+	// the deployer deletes it (e.g. a deletion confirmation).
+	// +optional
+	AnnotateBeforeDelete map[string]string `json:"annotateBeforeDelete,omitempty"`
+	// PatchAfterDeployment is a JSON merge patch applied to the object
+	// after each apply of it.
+	// +optional
+	PatchAfterDeployment *runtime.RawExtension `json:"patchAfterDeployment,omitempty"`
+	// PatchBeforeDelete is a JSON merge patch applied to the object right
+	// before the deployer deletes it.
+	// +optional
+	PatchBeforeDelete *runtime.RawExtension `json:"patchBeforeDelete,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -285,6 +301,12 @@ type ManagedResourceStatus struct {
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 	// Resource is the applied object.
 	Resource TypedObjectReference `json:"resource"`
+	// AnnotateBeforeDelete and PatchBeforeDelete are the manifest's, kept
+	// so that an object that left the configuration gets them too.
+	// +optional
+	AnnotateBeforeDelete map[string]string `json:"annotateBeforeDelete,omitempty"`
+	// +optional
+	PatchBeforeDelete *runtime.RawExtension `json:"patchBeforeDelete,omitempty"`
 }
 
 // +kubebuilder:object:root=true
