@@ -112,6 +112,9 @@ type applyRun struct {
 func (r *applyRun) applyEntry(ctx context.Context, e applyEntry) error {
 	obj := e.obj.DeepCopy()
 	mark(obj, r.di)
+	if err := withCreateAnnotations(ctx, r.c, e.hooks.at, obj, e.hooks.annotateBeforeCreate); err != nil {
+		return err
+	}
 	var (
 		cur  *unstructured.Unstructured
 		mine = true
@@ -131,9 +134,17 @@ func (r *applyRun) applyEntry(ctx context.Context, e applyEntry) error {
 	if err != nil {
 		return err
 	}
+	if mine && e.hooks.patchAfterDeployment != nil {
+		if cur, err = r.d.patchAfterDeployment(ctx, r.c, e.hooks, obj); err != nil {
+			// Applied before the patch failed: recorded, so that
+			// deleting the item deletes it.
+			r.managed[e.index] = r.record(e, obj)
+			return err
+		}
+	}
 	r.applied = append(r.applied, cur)
 	if mine {
-		r.managed[e.index] = r.record(e.policy, obj)
+		r.managed[e.index] = r.record(e, obj)
 	}
 	return nil
 }
@@ -179,8 +190,10 @@ func (r *applyRun) applyManaged(ctx context.Context, field string, obj *unstruct
 }
 
 // record is the record of an object applied now (see ManagedResourceStatus).
-func (r *applyRun) record(policy manifestv1alpha2.ManifestPolicy, obj *unstructured.Unstructured) manifestv1alpha2.ManagedResourceStatus {
-	rec := manifestv1alpha2.ManagedResourceStatus{Policy: policy, Resource: ref(obj)}
+func (r *applyRun) record(e applyEntry, obj *unstructured.Unstructured) manifestv1alpha2.ManagedResourceStatus {
+	policy := e.policy
+	rec := manifestv1alpha2.ManagedResourceStatus{Policy: policy, Resource: ref(obj),
+		AnnotateBeforeDelete: e.hooks.annotateBeforeDelete, PatchBeforeDelete: e.hooks.patchBeforeDelete}
 	if r.cfg.spec.UpdateStrategy == manifestv1alpha2.UpdateStrategyPatch && policy != manifestv1alpha2.ImmutablePolicy {
 		rec.UpdateStrategy = manifestv1alpha2.UpdateStrategyPatch
 	}

@@ -43,6 +43,7 @@ type manifestEntry struct {
 	field  string
 	policy manifestv1alpha2.ManifestPolicy
 	obj    *unstructured.Unstructured
+	hooks  objectHooks
 }
 
 func strictDecode(raw []byte, into any) error {
@@ -147,7 +148,11 @@ func parseManifest(version string, i int, m manifestv1alpha2.Manifest) (manifest
 	if obj.GetName() == "" {
 		return manifestEntry{}, lib.ConfigError(lib.ReasonInvalidConfig, "%s.metadata.name: must be set", field)
 	}
-	return manifestEntry{field: field, policy: policy, obj: obj}, nil
+	hooks, err := parseHooks(fmt.Sprintf("spec.config.manifests[%d]", i), m)
+	if err != nil {
+		return manifestEntry{}, err
+	}
+	return manifestEntry{field: field, policy: policy, obj: obj, hooks: hooks}, nil
 }
 
 // previousResources reads the managed resources recorded in the provider status.

@@ -179,6 +179,11 @@ func (d *deployer) deleteObject(ctx context.Context, c *clusterClient, di *lsv1a
 				"object", refString(res.Resource), "managedBy", by, "policy", res.Policy)
 			return false, nil
 		}
+		if conflict, err := d.patchBeforeDelete(ctx, c, res, cur); err != nil {
+			return false, err
+		} else if conflict {
+			continue // changed meanwhile: whose is it now?
+		}
 		uid, rv := cur.GetUID(), cur.GetResourceVersion()
 		err := c.Delete(ctx, cur, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid, ResourceVersion: &rv})
 		switch {
