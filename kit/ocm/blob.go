@@ -34,10 +34,17 @@ type BlobInfo struct {
 // content layer of an OCI artifact. The reader stops at MaxBlobBytes and
 // fails when the content does not match its digest.
 func Blob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, res *Resource) (io.ReadCloser, BlobInfo, error) {
+	return BlobOf(ctx, repo, cd, nil, res)
+}
+
+// BlobOf is Blob for a component version whose manifest layers are known
+// already (Version.Layers): a local blob is then fetched without reading
+// the manifest again. layers nil: the manifest is read.
+func BlobOf(ctx context.Context, repo *Repository, cd *ComponentDescriptor, layers []ocispec.Descriptor, res *Resource) (io.ReadCloser, BlobInfo, error) {
 	where := fmt.Sprintf("resource %q of component %s", res.Name, cd.Key())
 	switch {
 	case res.Access.IsLocalBlob():
-		rc, info, err := localBlob(ctx, repo, cd, res.Access)
+		rc, info, err := localBlob(ctx, repo, cd, layers, res.Access)
 		if err != nil {
 			return nil, info, fmt.Errorf("%s (local blob in %s): %w", where, repo.Base, err)
 		}
@@ -56,7 +63,7 @@ func Blob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, res *R
 	return nil, BlobInfo{}, fmt.Errorf("%s has access type %q: Terrace reads localBlob and ociArtifact", where, res.Access.Type)
 }
 
-func localBlob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, access Access) (io.ReadCloser, BlobInfo, error) {
+func localBlob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, layers []ocispec.Descriptor, access Access) (io.ReadCloser, BlobInfo, error) {
 	lb, err := access.LocalBlob()
 	if err != nil {
 		return nil, BlobInfo{}, err
@@ -70,14 +77,17 @@ func localBlob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, a
 	if err != nil {
 		return nil, BlobInfo{}, err
 	}
-	_, manifest, err := repo.fetchComponentManifest(ctx, r, name, version)
-	if err != nil {
-		return nil, BlobInfo{}, err
+	if layers == nil {
+		_, manifest, err := repo.fetchComponentManifest(ctx, r, name, version)
+		if err != nil {
+			return nil, BlobInfo{}, err
+		}
+		layers = manifest.Layers
 	}
 	var layer *ocispec.Descriptor
-	for i := range manifest.Layers {
-		if manifest.Layers[i].Digest == want {
-			layer = &manifest.Layers[i]
+	for i := range layers {
+		if layers[i].Digest == want {
+			layer = &layers[i]
 			break
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"helm.sh/helm/v3/pkg/chart"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
@@ -104,11 +106,15 @@ func (cs *chartSource) fromComponent(ctx context.Context, creds *itemCredentials
 		}
 	}
 	cd := ref.cd
+	// layers are the manifest's, so that a local blob is read without
+	// fetching the manifest again (nil for an inline descriptor).
+	var layers []ocispec.Descriptor
 	if cd == nil {
-		var err error
-		if cd, err = ocm.Resolve(ctx, repo, ref.name, ref.version); err != nil {
+		v, err := ocm.ResolveVersion(ctx, repo, ref.name, ref.version)
+		if err != nil {
 			return nil, cs.componentError(where, err)
 		}
+		cd, layers = v.Descriptor, v.Layers
 	}
 	res, err := cd.Resource(ref.resource.Name, ref.resource.ExtraIdentity)
 	if err != nil {
@@ -132,7 +138,7 @@ func (cs *chartSource) fromComponent(ctx context.Context, creds *itemCredentials
 		if repo == nil {
 			return nil, lib.ConfigError(ReasonComponentResource, "%s: a local blob is read from the component's repository, and the inline descriptor names no repositoryContexts", where)
 		}
-		return cs.localBlobChart(ctx, where, repo, cd, res)
+		return cs.localBlobChart(ctx, where, repo, cd, layers, res)
 	}
 	return nil, lib.ConfigError(ReasonComponentResource, "%s: access type %q is no chart source: the helm deployer reads localBlob, ociArtifact and helmChartRepository", where, res.Access.Type)
 }
@@ -205,7 +211,7 @@ func (cs *chartSource) componentError(where string, err error) error {
 // localBlobChart reads a chart stored as a local blob of cd. The blob's
 // digest names its content: a cached archive of that digest is used, and
 // items reading the same blob share one download.
-func (cs *chartSource) localBlobChart(ctx context.Context, where string, repo *ocm.Repository, cd *ocm.ComponentDescriptor, res *ocm.Resource) (*chart.Chart, error) {
+func (cs *chartSource) localBlobChart(ctx context.Context, where string, repo *ocm.Repository, cd *ocm.ComponentDescriptor, layers []ocispec.Descriptor, res *ocm.Resource) (*chart.Chart, error) {
 	lb, err := res.Access.LocalBlob()
 	if err != nil {
 		return nil, lib.ConfigError(ReasonComponentResource, "%s: %v", where, err)
@@ -217,7 +223,7 @@ func (cs *chartSource) localBlobChart(ctx context.Context, where string, repo *o
 		return loadArchive(where, "", data)
 	}
 	data, err := cs.fetches.do(ctx, "ocm-blob "+lb.LocalReference, func() ([]byte, error) {
-		rc, info, err := ocm.Blob(ctx, repo, cd, res)
+		rc, info, err := ocm.BlobOf(ctx, repo, cd, layers, res)
 		if err != nil {
 			return nil, cs.componentError(where, err)
 		}

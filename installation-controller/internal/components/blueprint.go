@@ -76,6 +76,13 @@ func (r *Resolver) Blueprint(ctx context.Context, c *Component, ref ResourceRef)
 		}
 	}
 	v, err, _ := r.flight.Do("bp:"+key.String()+":"+c.Key()+"/"+res.Name, func() (any, error) {
+		// A flight that ended between the lookup above and this one
+		// cached the blueprint already.
+		if key != "" {
+			if bp, ok := r.memory.get("bp:" + key.String()); ok {
+				return bp, nil
+			}
+		}
 		return r.readBlueprint(ctx, c, res, key)
 	})
 	if err != nil {
@@ -145,7 +152,7 @@ func (r *Resolver) readBlueprint(ctx context.Context, c *Component, res *ocm.Res
 		data, _ = r.disk.get(key)
 	}
 	if data == nil {
-		rc, info, err := ocm.Blob(ctx, c.Repository, c.Descriptor, res)
+		rc, info, err := ocm.BlobOf(ctx, c.Repository, c.Descriptor, c.layers, res)
 		if err != nil {
 			return nil, err
 		}

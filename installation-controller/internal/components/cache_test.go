@@ -33,6 +33,9 @@ func TestCacheReadsADigestOnce(t *testing.T) {
 	if e.counter.count("GET blob") == 0 {
 		t.Fatal("the first read fetched no blobs: the counter does not see the requests")
 	}
+	if n := e.counter.count("GET manifest"); n != 1 {
+		t.Errorf("the first read fetched the manifest %d times, want once: the blueprint's layer is found in the layers read with it (counts %v)", n, e.counter.counts)
+	}
 	e.counter.reset()
 	if !strings.Contains(read(), "first") {
 		t.Fatal("second read returned another blueprint")

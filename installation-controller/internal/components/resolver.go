@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/singleflight"
 
@@ -79,6 +81,9 @@ type Component struct {
 	Repository *ocm.Repository
 	// RepositoryContext is Repository as a repository context.
 	RepositoryContext *lsv1alpha1.RepositoryContext
+	// layers are the layers of its manifest (nil for an inline
+	// descriptor): local blobs are read without fetching it again.
+	layers []ocispec.Descriptor
 	// references maps a component reference's name to the key of the
 	// version it resolved to (after overwrites).
 	references map[string]string
@@ -169,6 +174,11 @@ func (r *Resolver) readVersion(ctx context.Context, ref versionRef, creds *ocm.D
 		return r.component(v.(*ocm.Version), repo, ref.rc), nil
 	}
 	v, err, _ := r.flight.Do(key, func() (any, error) {
+		// A flight that ended between the lookup above and this one
+		// cached the version already.
+		if v, ok := r.memory.get(key); ok {
+			return v, nil
+		}
 		v, err := ocm.ResolveVersion(ctx, repo, ref.name, ref.version)
 		if err != nil {
 			return nil, err
@@ -183,7 +193,7 @@ func (r *Resolver) readVersion(ctx context.Context, ref versionRef, creds *ocm.D
 }
 
 func (r *Resolver) component(v *ocm.Version, repo *ocm.Repository, rc *lsv1alpha1.RepositoryContext) *Component {
-	return &Component{Descriptor: v.Descriptor, Digest: v.Digest, Repository: repo, RepositoryContext: rc}
+	return &Component{Descriptor: v.Descriptor, Digest: v.Digest, Repository: repo, RepositoryContext: rc, layers: v.Layers}
 }
 
 // descriptorSize is what a cached descriptor is charged: its JSON size.
