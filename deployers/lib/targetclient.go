@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
+
+	"github.com/terrace-dev/terrace/kit/bytesize"
 )
 
 // Defaults of TargetClientOptions.
@@ -62,7 +64,7 @@ type TargetClientOptions struct {
 // the defaults.
 func (o *TargetClientOptions) BindFlags(fs *pflag.FlagSet) {
 	o.setDefaults()
-	fs.Var(byteQuantity{&o.MaxResponseBytes}, "target-max-response-bytes",
+	fs.Var(bytesize.Flag(&o.MaxResponseBytes), "target-max-response-bytes",
 		"The largest response body (after decompression) the deployer reads from a target cluster, e.g. 16Mi; a larger one fails the request.")
 	fs.DurationVar(&o.RequestTimeout, "target-request-timeout", o.RequestTimeout,
 		"How long one request to a target cluster may take, reading the response included.")
@@ -256,28 +258,3 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) Close() error { return b.body.Close() }
-
-// byteQuantity is a pflag.Value of a byte count written as a quantity (16Mi, 1000000).
-type byteQuantity struct{ v *int64 }
-
-func (q byteQuantity) String() string {
-	if q.v == nil {
-		return ""
-	}
-	return resource.NewQuantity(*q.v, resource.BinarySI).String()
-}
-
-func (q byteQuantity) Set(s string) error {
-	v, err := resource.ParseQuantity(s)
-	if err != nil {
-		return err
-	}
-	n, ok := v.AsInt64()
-	if !ok || n <= 0 {
-		return fmt.Errorf("%q: want a positive number of bytes", s)
-	}
-	*q.v = n
-	return nil
-}
-
-func (q byteQuantity) Type() string { return "quantity" }

@@ -11,6 +11,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
+
+	"github.com/terrace-dev/terrace/kit/bytesize"
 )
 
 // Media types an OCI artifact's content layer is picked by when the
@@ -106,7 +108,7 @@ func (repo *Repository) openBlob(ctx context.Context, r registry.Repository, des
 	info := BlobInfo{MediaType: mediaType, Digest: desc.Digest, Size: desc.Size}
 	limit := repo.Limits.withDefaults().MaxBlobBytes
 	if desc.Size > limit {
-		return nil, info, &TooLargeError{What: fmt.Sprintf("the blob (%s)", formatBytes(desc.Size)), Limit: limit, Flag: "ocm-max-blob-bytes"}
+		return nil, info, &TooLargeError{What: fmt.Sprintf("the blob (%s)", bytesize.Format(desc.Size)), Limit: limit, Flag: "ocm-max-blob-bytes"}
 	}
 	rc, err := r.Fetch(ctx, desc)
 	if err != nil {

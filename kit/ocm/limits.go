@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/terrace-dev/terrace/kit/bytesize"
 )
 
 // Defaults of Limits.
@@ -52,9 +53,9 @@ func (l Limits) withDefaults() Limits {
 // the flags' defaults.
 func (l *Limits) BindFlags(fs *pflag.FlagSet) {
 	*l = l.withDefaults()
-	fs.Var(byteQuantity{&l.MaxDescriptorBytes}, "ocm-max-descriptor-bytes",
+	fs.Var(bytesize.Flag(&l.MaxDescriptorBytes), "ocm-max-descriptor-bytes",
 		"The largest component descriptor, component config or OCI manifest read from a registry, e.g. 4Mi.")
-	fs.Var(byteQuantity{&l.MaxBlobBytes}, "ocm-max-blob-bytes",
+	fs.Var(bytesize.Flag(&l.MaxBlobBytes), "ocm-max-blob-bytes",
 		"The largest resource (local blob or OCI artifact layer) read from a component version, e.g. 128Mi.")
 	fs.IntVar(&l.MaxReferenceDepth, "ocm-max-reference-depth", l.MaxReferenceDepth,
 		"How deep component references are followed from a component version.")
@@ -70,35 +71,5 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s is larger than %s (--%s)", e.What, formatBytes(e.Limit), e.Flag)
+	return fmt.Sprintf("%s is larger than %s (--%s)", e.What, bytesize.Format(e.Limit), e.Flag)
 }
-
-func formatBytes(n int64) string {
-	return resource.NewQuantity(n, resource.BinarySI).String()
-}
-
-// byteQuantity is a pflag value of a byte count written as a Kubernetes
-// quantity (10Mi, 500k, 1048576).
-type byteQuantity struct{ p *int64 }
-
-func (b byteQuantity) String() string {
-	if b.p == nil {
-		return ""
-	}
-	return formatBytes(*b.p)
-}
-
-func (b byteQuantity) Set(s string) error {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a byte quantity such as 64Mi: %w", s, err)
-	}
-	v, ok := q.AsInt64()
-	if !ok || v <= 0 {
-		return fmt.Errorf("%q is not a positive byte count", s)
-	}
-	*b.p = v
-	return nil
-}
-
-func (byteQuantity) Type() string { return "quantity" }

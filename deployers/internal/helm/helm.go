@@ -2,11 +2,9 @@ package helm
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/terrace-dev/terrace/deployers/internal/manifest"
 	"github.com/terrace-dev/terrace/deployers/lib"
 	"github.com/terrace-dev/terrace/deployers/lib/extension"
+	"github.com/terrace-dev/terrace/kit/bytesize"
 	"github.com/terrace-dev/terrace/kit/timeout"
 )
 
@@ -138,7 +137,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"The most frequent spec.config.continuousReconcile (every, or the gap between two cron times) a helm deploy item may ask for; a more frequent one fails the item.")
 	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
 		"How many revisions of a release Helm keeps on the target cluster (release Secrets); older ones are deleted on upgrade.")
-	fs.Var(byteQuantity{&o.Charts.MaxChartBytes}, "max-chart-bytes",
+	fs.Var(bytesize.Flag(&o.Charts.MaxChartBytes), "max-chart-bytes",
 		"The largest chart archive the deployer accepts, e.g. 10Mi: inline (chart.archive.raw, decoded) or downloaded (each registry or chart server response); a larger one fails the item.")
 	fs.DurationVar(&o.Charts.RequestTimeout, "registry-request-timeout", o.Charts.RequestTimeout,
 		"How long one request to a chart registry, chart repository or archive URL may take, reading the response included.")
@@ -148,15 +147,15 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 }
 
 func (o *Options) bindChartCacheFlags(fs *pflag.FlagSet) {
-	fs.Var(byteQuantity{&o.Charts.CacheBytes}, "chart-cache-bytes",
+	fs.Var(bytesize.Flag(&o.Charts.CacheBytes), "chart-cache-bytes",
 		"The memory the chart cache keeps archives in, e.g. 64Mi; a chart fetched once is served from it to every item that names the same content.")
 	fs.StringVar(&o.Charts.CacheDir, "chart-cache-dir", o.Charts.CacheDir,
 		"A directory where the chart cache keeps archives too, named by their digest, so that they survive a restart; empty: memory only.")
-	fs.Var(byteQuantity{&o.Charts.CacheDirBytes}, "chart-cache-dir-bytes",
+	fs.Var(bytesize.Flag(&o.Charts.CacheDirBytes), "chart-cache-dir-bytes",
 		"The disk the archives in --chart-cache-dir may take, e.g. 1Gi; least recently used ones are removed first.")
-	fs.Var(byteQuantity{&o.Charts.MaxRepoIndexBytes}, "max-chart-repo-index-bytes",
+	fs.Var(bytesize.Flag(&o.Charts.MaxRepoIndexBytes), "max-chart-repo-index-bytes",
 		"The largest index.yaml of a chart repository the deployer reads, e.g. 32Mi; a larger one fails the item.")
-	fs.Var(byteQuantity{&o.Charts.RepoIndexCacheBytes}, "chart-repo-index-cache-bytes",
+	fs.Var(bytesize.Flag(&o.Charts.RepoIndexCacheBytes), "chart-repo-index-cache-bytes",
 		"The memory cached chart repository indexes may take, e.g. 64Mi.")
 	fs.DurationVar(&o.Charts.RepoIndexTTL, "chart-repo-index-ttl", o.Charts.RepoIndexTTL,
 		"How long a chart repository's index.yaml, and the archive a chart.archive.remote URL served, are reused before they are fetched again.")
@@ -223,28 +222,3 @@ func (d *deployer) ForceReconcile(ctx context.Context, req *lib.Request) (lib.Re
 // Abort has nothing to stop: a Helm operation runs within one call, and
 // what it deployed stays until the item is deleted.
 func (d *deployer) Abort(context.Context, *lib.Request) (lib.Result, error) { return lib.Done(), nil }
-
-// byteQuantity is a flag value of a byte count written as a Kubernetes
-// quantity (10Mi).
-type byteQuantity struct{ v *int64 }
-
-func (q byteQuantity) String() string {
-	if q.v == nil {
-		return ""
-	}
-	return resource.NewQuantity(*q.v, resource.BinarySI).String()
-}
-
-func (q byteQuantity) Set(s string) error {
-	v, err := resource.ParseQuantity(s)
-	if err != nil {
-		return err
-	}
-	if v.Value() <= 0 {
-		return fmt.Errorf("%s: must be positive", s)
-	}
-	*q.v = v.Value()
-	return nil
-}
-
-func (q byteQuantity) Type() string { return "quantity" }

@@ -15,6 +15,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/bytesize"
 	"github.com/terrace-dev/terrace/kit/ocm"
 )
 
@@ -273,7 +274,7 @@ func (r *Resolver) untar(in io.Reader) (map[string]string, error) {
 }
 
 func tooLarge(limit int64) error {
-	return fmt.Errorf("the blueprint's files are larger than %s together (--%s)", formatBytes(limit), FlagMaxBlueprintBytes)
+	return fmt.Errorf("the blueprint's files are larger than %s together (--%s)", bytesize.Format(limit), FlagMaxBlueprintBytes)
 }
 
 // cleanPath is an archive entry's path inside the blueprint; one that is

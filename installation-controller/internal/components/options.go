@@ -1,11 +1,9 @@
 package components
 
 import (
-	"fmt"
-
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/terrace-dev/terrace/kit/bytesize"
 	"github.com/terrace-dev/terrace/kit/ocm"
 )
 
@@ -72,43 +70,14 @@ func (o Options) withDefaults() Options {
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	*o = o.withDefaults()
 	o.Limits.BindFlags(fs)
-	fs.Var(byteFlag{&o.CacheBytes}, FlagCacheBytes,
+	fs.Var(bytesize.Flag(&o.CacheBytes), FlagCacheBytes,
 		"Memory the component version cache may hold (descriptors and extracted blueprints, keyed by digest), e.g. 64Mi.")
 	fs.StringVar(&o.CacheDir, FlagCacheDir, o.CacheDir,
 		"Directory where blueprint archives are cached by digest across restarts; empty caches in memory only.")
-	fs.Var(byteFlag{&o.CacheDiskBytes}, FlagCacheDiskBytes,
+	fs.Var(bytesize.Flag(&o.CacheDiskBytes), FlagCacheDiskBytes,
 		"Disk the blueprint archive cache in --component-cache-dir may use, e.g. 512Mi.")
 	fs.IntVar(&o.MaxBlueprintFiles, FlagMaxBlueprintFiles, o.MaxBlueprintFiles,
 		"Most files a blueprint read from a component version may hold.")
-	fs.Var(byteFlag{&o.MaxBlueprintBytes}, FlagMaxBlueprintBytes,
+	fs.Var(bytesize.Flag(&o.MaxBlueprintBytes), FlagMaxBlueprintBytes,
 		"Most bytes the files of a blueprint read from a component version may hold together, e.g. 16Mi.")
-}
-
-// byteFlag is a byte count written as a Kubernetes quantity (64Mi, 1G).
-type byteFlag struct{ p *int64 }
-
-func (b byteFlag) String() string {
-	if b.p == nil {
-		return ""
-	}
-	return formatBytes(*b.p)
-}
-
-func (b byteFlag) Set(s string) error {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a byte quantity such as 64Mi: %w", s, err)
-	}
-	v, ok := q.AsInt64()
-	if !ok || v <= 0 {
-		return fmt.Errorf("%q is not a positive byte count", s)
-	}
-	*b.p = v
-	return nil
-}
-
-func (byteFlag) Type() string { return "quantity" }
-
-func formatBytes(n int64) string {
-	return resource.NewQuantity(n, resource.BinarySI).String()
 }
