@@ -130,7 +130,8 @@ type BlueprintReference struct {
 }
 
 // ComponentVersionOverwrite replaces the component versions that match
-// Source by Substitution, for installations whose Context lists it.
+// Source by Substitution, for the installations whose Context names the
+// ComponentVersionOverwrites object holding it.
 type ComponentVersionOverwrite struct {
 	// Source selects component versions: each field it sets must match,
 	// an unset field matches any value.

@@ -41,9 +41,10 @@ type Context struct {
 	// +optional
 	UseOCM bool `json:"useOCM,omitempty"`
 
-	// ComponentVersionOverwrites names a Landscaper ComponentVersionOverwrites
-	// object. It is accepted for compatibility and not read: Terrace has no
-	// such resource, so no overwrite applies.
+	// ComponentVersionOverwrites names a ComponentVersionOverwrites object in
+	// the Context's namespace whose overwrites apply to the component
+	// versions of the Context's installations. A job of an installation
+	// whose Context names one that does not exist fails.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ComponentVersionOverwrites string `json:"componentVersionOverwrites,omitempty"`

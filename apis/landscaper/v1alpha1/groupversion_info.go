@@ -27,6 +27,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Target{}, &TargetList{},
 		&DataObject{}, &DataObjectList{},
 		&Context{}, &ContextList{},
+		&ComponentVersionOverwrites{}, &ComponentVersionOverwritesList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
