@@ -150,7 +150,7 @@ func TestComponentBlueprintFromContextRepository(t *testing.T) {
 	create(g, &corev1.Secret{ObjectMeta: metaNS(ns, "pull"), Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example.org":{"auth":"dXNlcjpwYXNz"}}}`)}})
 	create(g, &lsv1alpha1.Context{ObjectMeta: metaNS(ns, lsv1alpha1.DefaultContextName), RepositoryContext: ociContext(base),
-		RegistryPullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}, UseOCM: true, ComponentVersionOverwrites: "overwrites"})
+		RegistryPullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}, UseOCM: true})
 	create(g, componentInstallation(ns, "app", nil, "example.org/app", "1.0.0", "app-blueprint"))
 
 	g.Eventually(getInst(ns, "app"), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded),

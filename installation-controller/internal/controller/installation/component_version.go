@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/installation-controller/internal/components"
@@ -48,6 +49,9 @@ func (r *Reconciler) resolveComponent(ctx context.Context, inst *lsv1alpha1.Inst
 	if err != nil {
 		return nil, componentError(ReasonComponentInvalid, "spec.componentDescriptor", err)
 	}
+	if len(cv.Overwritten) > 0 {
+		logf.FromContext(ctx).Info("component versions overwritten", "overwrites", cv.Overwritten)
+	}
 	t, err := components.NewTemplating(cv)
 	if err != nil {
 		return nil, flow.StalledError(ReasonComponentInvalid, fmt.Errorf("spec.componentDescriptor: %w", err))
@@ -56,7 +60,8 @@ func (r *Reconciler) resolveComponent(ctx context.Context, inst *lsv1alpha1.Inst
 }
 
 // componentRequest is what the resolver needs: the definition, and the
-// Context's repository context and registry pull secrets.
+// Context's repository context, component version overwrites and registry
+// pull secrets.
 func (r *Reconciler) componentRequest(ctx context.Context, inst *lsv1alpha1.Installation) (components.Request, error) {
 	req := components.Request{Definition: *inst.Spec.ComponentDescriptor}
 	c, err := r.contextObject(ctx, inst)
@@ -64,6 +69,9 @@ func (r *Reconciler) componentRequest(ctx context.Context, inst *lsv1alpha1.Inst
 		return req, err
 	}
 	req.RepositoryContext = c.RepositoryContext
+	if req.Overwrites, err = r.componentOverwrites(ctx, c); err != nil {
+		return req, err
+	}
 	if len(c.RegistryPullSecrets) > 0 {
 		req.PullSecrets = make(map[string][]byte, len(c.RegistryPullSecrets))
 	}

@@ -21,7 +21,8 @@
 // target_imports.go (targets, target lists and maps); Init and Completing
 // read the blueprint through component_blueprint.go (inline, or
 // spec.blueprint.ref of the component version component_version.go
-// resolves, also handed to the templates); hand_deleted.go and deleted_during_job.go
+// resolves with the overwrites component_overwrites.go reads, also handed
+// to the templates); hand_deleted.go and deleted_during_job.go
 // say what happens when a sub-object or the installation is deleted during a
 // job. installation_status.go turns a phase's outcome into the status.
 //

@@ -64,6 +64,7 @@ func AddToManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=dataobjects,verbs=get;list;watch;create;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=targets,verbs=get;list;watch;create;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=list;watch
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=componentversionoverwrites,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -170,11 +171,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return fmt.Errorf("indexing %T by writer: %w", obj, err)
 		}
 	}
-	// Contexts are read through the cache but watched by nothing: start
-	// their informer with the manager, so the first job that reads one does
-	// not wait for it to start and sync.
-	if _, err := mgr.GetCache().GetInformer(ctx, &lsv1alpha1.Context{}); err != nil {
-		return fmt.Errorf("starting the Context informer: %w", err)
+	// Contexts and ComponentVersionOverwrites are read through the cache but
+	// watched by nothing (a change applies from the next job on): start
+	// their informers with the manager, so the first job that reads one
+	// does not wait for it to start and sync.
+	for _, obj := range []client.Object{&lsv1alpha1.Context{}, &lsv1alpha1.ComponentVersionOverwrites{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("starting the %T informer: %w", obj, err)
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
