@@ -158,6 +158,18 @@ demo-clean: ## Remove what make demo created, in dependency order (installations
 down: ## Stop exactly what `make up` started.
 	hack/local-env.sh down
 
+.PHONY: images
+images: ## Build one image per binary (no Docker) and push it to the local registry of make up as terrace/<binary>:$(IMAGE_TAG); IMAGES="a b" builds only those.
+	TERRACE_IMAGE_TAG=$(IMAGE_TAG) TERRACE_IMAGES="$(IMAGES)" hack/local-env.sh images
+
+.PHONY: deploy-local
+deploy-local: ## Run every component from the images of make images as Deployments on the local node (make up NODE=1, root), in place of the processes.
+	hack/local-env.sh deploy-local
+
+.PHONY: undeploy-local
+undeploy-local: ## Remove the Deployments of make deploy-local and run the controllers as processes again.
+	hack/local-env.sh undeploy-local
+
 .PHONY: status-local
 status-local: ## Show the processes of the local environment.
 	hack/local-env.sh status

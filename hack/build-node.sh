@@ -7,7 +7,7 @@
 #   containerd, containerd-shim-runc-v2, ctr   hack/tools/containerd
 #   cni/{bridge,host-local,loopback,portmap}   hack/tools/cni
 #   coredns                              hack/tools/coredns
-#   images/{build-images,pause,webserver} hack/tools/images
+#   images/{build-images,pause,webserver,relay} hack/tools/images
 # runc comes from the distribution (hack/node-env.sh installs it). A stamp
 # file records the pins; the build is skipped when the stamp matches.
 set -euo pipefail
@@ -69,7 +69,7 @@ echo "building CoreDNS into ${OUT}"
 (cd "${TOOLS}/coredns" && go build -trimpath -ldflags "${ldflags}" -o "${OUT}/coredns" .)
 
 echo "building the image builder and the programs of the node's images into ${OUT}/images"
-(cd "${TOOLS}/images" && go build -trimpath -ldflags "${ldflags}" -o "${OUT}/images/" ./build-images ./pause ./webserver)
+(cd "${TOOLS}/images" && go build -trimpath -ldflags "${ldflags}" -o "${OUT}/images/" ./build-images ./pause ./webserver ./relay)
 
 echo "${want}" >"${OUT}/.stamp"
 "${OUT}/kubelet" --version

@@ -61,6 +61,8 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager registry "${CONTROLLERS[
 # shellcheck source=node-env.sh
 source "${ROOT}/hack/node-env.sh"
 if node_enabled || node_started; then COMPONENTS+=("${NODE_COMPONENTS[@]}"); fi
+# shellcheck source=deploy-local-env.sh
+source "${ROOT}/hack/deploy-local-env.sh"
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -475,13 +477,19 @@ up() {
   start_control_plane
   start_registry
   install_terrace
-  start_controllers
+  if deployed_locally; then
+    node_enabled || die "Terrace was deployed on the node (make deploy-local): run make up NODE=1, or make undeploy-local to go back to the processes"
+    log "Terrace runs on the node (make deploy-local): its controller processes stay stopped"
+  else
+    start_controllers
+  fi
   if node_enabled; then node_up; fi
   status
   # Every process was ready once; one that exited since (a port taken, say)
   # must not be reported as running.
   local c stopped=()
   for c in "${COMPONENTS[@]}"; do
+    deployed_locally && [[ " ${CONTROLLERS[*]} " == *" ${c} "* ]] && continue
     running "${c}" || stopped+=("${c}")
   done
   ((${#stopped[@]} == 0)) || die "not running: ${stopped[*]}; see ${LOGS}/<component>.log, then run make up again"
@@ -512,7 +520,9 @@ status() {
   printf '%-26s %-8s %s\n' COMPONENT PID STATE
   local c
   for c in "${COMPONENTS[@]}"; do
-    if running "${c}" && [[ "${c}" == registry ]]; then
+    if deployed_locally && [[ " ${CONTROLLERS[*]} " == *" ${c} "* ]]; then
+      printf '%-26s %-8s %s\n' "${c}" - "on the node (make deploy-local)"
+    elif running "${c}" && [[ "${c}" == registry ]]; then
       printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" "running on http://127.0.0.1:${REGISTRY_PORT} (plain HTTP)"
     elif running "${c}"; then
       printf '%-26s %-8s %s\n' "${c}" "$(pid_of "${c}")" running
@@ -527,5 +537,8 @@ case "${1:-}" in
   down) lock; down ;;
   status) status ;;
   clean) lock; down; rm -rf "${LOCAL}"; log "removed ${LOCAL}" ;;
-  *) die "usage: $0 up|down|status|clean" ;;
+  images) lock; images ;;
+  deploy-local) node_require_root; lock; deploy_local ;;
+  undeploy-local) lock; undeploy_local ;;
+  *) die "usage: $0 up|down|status|clean|images|deploy-local|undeploy-local" ;;
 esac

@@ -39,13 +39,14 @@ KUBE_PROXY_HEALTHZ_PORT="${TERRACE_KUBE_PROXY_HEALTHZ_PORT:-20256}"
 KUBE_PROXY_METRICS_PORT="${TERRACE_KUBE_PROXY_METRICS_PORT:-20249}"
 COREDNS_HEALTH_PORT="${TERRACE_COREDNS_HEALTH_PORT:-20281}"
 COREDNS_READY_PORT="${TERRACE_COREDNS_READY_PORT:-20282}"
+RELAY_HEALTH_PORT="${TERRACE_RELAY_HEALTH_PORT:-20283}"
 # The tag of the images hack/tools/images builds (pause, base, webserver).
 NODE_IMAGE_TAG="v1"
 NODE_FORWARD_CHAIN="TERRACE-NODE-FORWARD"
 
 # NODE_COMPONENTS: the node's processes, in the order of start.
 # shellcheck disable=SC2034 # hack/local-env.sh lists them.
-NODE_COMPONENTS=(kube-scheduler containerd kubelet kube-proxy coredns)
+NODE_COMPONENTS=(relay kube-scheduler containerd kubelet kube-proxy coredns)
 
 node_enabled() { [[ "${NODE_WANTED}" == 1 ]]; }
 
@@ -64,14 +65,17 @@ node_image() { awk -v n="$1" '$1 == n { print $2 }' "${NODE_DIR}/images"; }
 node_authorization_modes() { if node_enabled || node_started; then echo Node,RBAC; else echo RBAC; fi; }
 
 # node_apiserver_flags: what else kube-apiserver needs for a node:
-# NodeRestriction (the kubelet may change only its own Node and pods) and a
+# NodeRestriction (the kubelet may change only its own Node and pods), a
 # client certificate to reach the kubelet (logs, exec) at its IP (the node's
-# name resolves nowhere).
+# name resolves nowhere), and the node's IP as the address of the
+# "kubernetes" Service, where relay relays pods to kube-apiserver
+# on loopback (these flags come after the plain ones and win).
 node_apiserver_flags() {
   node_enabled || node_started || return 0
   printf '%s\n' --enable-admission-plugins NodeRestriction \
     --kubelet-client-certificate "${PKI}/admin.crt" --kubelet-client-key "${PKI}/admin.key" \
-    --kubelet-preferred-address-types InternalIP
+    --kubelet-preferred-address-types InternalIP \
+    --advertise-address "${NODE_IP}" --endpoint-reconciler-type lease
 }
 
 # node_restart_apiserver: a kube-apiserver started without the node's flags
@@ -107,7 +111,7 @@ node_require_root() {
 node_preflight() {
   node_require_root
   local b
-  for b in kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns images/build-images cni/bridge; do
+  for b in kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns images/build-images images/relay cni/bridge; do
     [[ -x "${NODE_BIN}/${b}" ]] || die "${NODE_BIN}/${b} missing: run make build-node"
   done
   node_install_packages
@@ -232,12 +236,13 @@ node_network_down() {
 # --- images --------------------------------------------------------------------
 
 # node_images pushes the node's images (pause for every pod sandbox, base and
-# webserver for workloads) to the local registry; unchanged images push nothing.
+# webserver for workloads, relay for the pods of make deploy-local) to the
+# local registry; unchanged images push nothing.
 node_images() {
   log "pushing the node's images to the local registry"
   "${NODE_BIN}/images/build-images" --registry "$(cat "${REGISTRY_DIR}/address")" --repository terrace \
     --tag "${NODE_IMAGE_TAG}" --image "pause=${NODE_BIN}/images/pause" \
-    --image "webserver=${NODE_BIN}/images/webserver" >"${NODE_DIR}/images" 2>"${LOGS}/images.log" ||
+    --image "webserver=${NODE_BIN}/images/webserver" --image "relay=${NODE_BIN}/images/relay" >"${NODE_DIR}/images" 2>"${LOGS}/images.log" ||
     die "building or pushing the node's images failed; see ${LOGS}/images.log"
 }
 
@@ -418,6 +423,16 @@ node_up() {
   node_network_up
   node_images
 
+  # kube-apiserver and the registry listen on loopback, which pods cannot
+  # reach: relay opens them at the node's IP (kube-apiserver's there is
+  # the "kubernetes" Service's endpoint), TLS untouched.
+  LISTEN_PORTS["relay"]="${RELAY_HEALTH_PORT}"
+  start relay "${NODE_BIN}/images/relay" \
+    -forward "${NODE_IP}:${APISERVER_PORT}=127.0.0.1:${APISERVER_PORT}" \
+    -forward "${NODE_IP}:${REGISTRY_PORT}=127.0.0.1:${REGISTRY_PORT}" \
+    -health-address "127.0.0.1:${RELAY_HEALTH_PORT}"
+  wait_for relay 30 curl -sf "http://127.0.0.1:${RELAY_HEALTH_PORT}/healthz"
+
   LISTEN_PORTS["kube-scheduler"]="${SCHEDULER_PORT}"
   start kube-scheduler "${NODE_BIN}/kube-scheduler" \
     --kubeconfig "${NODE_DIR}/kube-scheduler.kubeconfig" \
@@ -516,6 +531,7 @@ node_down() {
   stop containerd
   node_kill_shims
   stop kube-scheduler
+  stop relay
   node_unmount
   node_network_down
   # The kubelet links every container's log into /var/log/containers.

@@ -114,8 +114,8 @@ func baseImage(caBundleFile, arch string) (v1.Image, error) {
 }
 
 // withBinary is img with the executable at binPath added as /<name> and set
-// as the entrypoint.
-func withBinary(img v1.Image, name, binPath string) (v1.Image, error) {
+// as the entrypoint, with labels in its configuration.
+func withBinary(img v1.Image, name, binPath string, labels map[string]string) (v1.Image, error) {
 	data, err := os.ReadFile(binPath)
 	if err != nil {
 		return nil, err
@@ -134,5 +134,11 @@ func withBinary(img v1.Image, name, binPath string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Config.Entrypoint = []string{"/" + name}
+	if len(labels) > 0 {
+		cfg.Config.Labels = map[string]string{}
+		for k, v := range labels {
+			cfg.Config.Labels[k] = v
+		}
+	}
 	return mutate.ConfigFile(img, cfg)
 }

@@ -76,7 +76,7 @@ func TestImagesAreValidAndRunAsNonRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := withBinary(base, "webserver", writeFile(t, "webserver", "BINARY"))
+	app, err := withBinary(base, "webserver", writeFile(t, "webserver", "BINARY"), map[string]string{"org.opencontainers.image.version": "dev"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +100,9 @@ func TestImagesAreValidAndRunAsNonRoot(t *testing.T) {
 	cfg, _ := app.ConfigFile()
 	if strings.Join(cfg.Config.Entrypoint, " ") != "/webserver" {
 		t.Fatalf("entrypoint %v, want [/webserver]", cfg.Config.Entrypoint)
+	}
+	if cfg.Config.Labels["org.opencontainers.image.version"] != "dev" {
+		t.Fatalf("labels %v, want org.opencontainers.image.version=dev", cfg.Config.Labels)
 	}
 }
 

@@ -42,13 +42,29 @@ func main() {
 	caBundle := flag.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA certificates to put into the base image")
 	images := imageFlags{}
 	flag.Var(images, "image", "NAME=PATH: an image NAME with the static binary PATH as its entrypoint /NAME (repeatable)")
+	labels := labelFlags{}
+	flag.Var(labels, "label", "KEY=VALUE: a label of every image but the base (repeatable), e.g. org.opencontainers.image.version")
 	flag.Parse()
-	if err := run(*registry, *repository, *tag, *caBundle, images); err != nil {
+	if err := run(*registry, *repository, *tag, *caBundle, images, labels); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(registry, repository, tag, caBundle string, images imageFlags) error {
+// labelFlags are the -label KEY=VALUE pairs.
+type labelFlags map[string]string
+
+func (f labelFlags) String() string { return fmt.Sprint(map[string]string(f)) }
+
+func (f labelFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	f[k] = val
+	return nil
+}
+
+func run(registry, repository, tag, caBundle string, images imageFlags, labels labelFlags) error {
 	base, err := baseImage(caBundle, runtime.GOARCH)
 	if err != nil {
 		return err
@@ -57,7 +73,7 @@ func run(registry, repository, tag, caBundle string, images imageFlags) error {
 		return err
 	}
 	for n, p := range images {
-		img, err := withBinary(base, n, p)
+		img, err := withBinary(base, n, p, labels)
 		if err != nil {
 			return fmt.Errorf("image %s: %w", n, err)
 		}
