@@ -2,7 +2,9 @@ package installation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"text/template"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -40,18 +42,43 @@ func (r *Reconciler) loadBlueprint(ctx context.Context, s *scope) (*blueprint.Bl
 	return bp, nil
 }
 
-// renderContext gives the renders within ctx the component version: the
-// inputs .cd, .components and .componentDescriptorDef and the component
-// functions. Without one, the functions that read it say so.
-func (c *componentVersion) renderContext(ctx context.Context) (context.Context, error) {
-	if c == nil {
-		return tmpl.WithInputs(ctx, tmpl.Inputs{Funcs: noComponentFuncs()}), nil
+// renderContext gives the renders within ctx what Landscaper gives every
+// execution beside its own values: .blueprint and .blueprintDef (both
+// spec.blueprint), and the component version's inputs .cd, .components and
+// .componentDescriptorDef and functions. Without a component version, the
+// functions that read it say so.
+func (c *componentVersion) renderContext(ctx context.Context, inst *lsv1alpha1.Installation) (context.Context, error) {
+	values := make(map[string]any, 5)
+	// Two copies: a template that changes one (sprig's set) leaves the other.
+	for _, key := range []string{"blueprint", "blueprintDef"} {
+		def, err := plainJSON(inst.Spec.Blueprint)
+		if err != nil {
+			return nil, flow.StalledError(ReasonBlueprintInvalid, fmt.Errorf("spec.blueprint: %w", err))
+		}
+		values[key] = def
 	}
-	values, err := c.templating.Values(c.def)
+	if c == nil {
+		return tmpl.WithInputs(ctx, tmpl.Inputs{Values: values, Funcs: noComponentFuncs()}), nil
+	}
+	cvValues, err := c.templating.Values(c.def)
 	if err != nil {
 		return nil, flow.StalledError(ReasonComponentInvalid, fmt.Errorf("spec.componentDescriptor: %w", err))
 	}
+	maps.Copy(values, cvValues)
 	return tmpl.WithInputs(ctx, tmpl.Inputs{Values: values, Funcs: c.templating.FuncMap()}), nil
+}
+
+// plainJSON is v as templates see JSON: maps, lists, strings, numbers.
+func plainJSON(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // noComponentFuncs are the component functions of an installation without

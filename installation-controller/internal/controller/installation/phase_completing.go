@@ -32,7 +32,7 @@ func (r *Reconciler) phaseCompleting(ctx context.Context, s *scope) (lsv1alpha1.
 	var im *imports
 	var exports map[string]any
 	renders := len(bp.ExportExecutions)+len(inst.Spec.ExportDataMappings)+len(inst.Spec.ImportDataMappings) > 0
-	rctx, err := s.component.renderContext(ctx)
+	rctx, err := s.component.renderContext(ctx, inst)
 	if err != nil {
 		return "", err
 	}

@@ -46,7 +46,7 @@ func (r *Reconciler) phaseInit(ctx context.Context, s *scope) (lsv1alpha1.Phase,
 	var items []lsv1alpha1.DeployItemTemplate
 	var templates []blueprint.InstallationTemplate
 	renders := len(bp.ImportExecutions)+len(bp.DeployExecutions)+len(bp.SubinstallationExecutions)+len(inst.Spec.ImportDataMappings) > 0
-	rctx, err := s.component.renderContext(ctx)
+	rctx, err := s.component.renderContext(ctx, inst)
 	if err != nil {
 		return "", err
 	}
