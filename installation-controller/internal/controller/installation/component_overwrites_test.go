@@ -77,3 +77,19 @@ func TestComponentVersionOverwritesMissingFailsTheJob(t *testing.T) {
 		"/absent (componentVersionOverwrites of Context ocm) does not exist"))
 	g.Consistently(getInst(ns, "inst"), "2s", interval).Should(HaveField("ResourceVersion", got.ResourceVersion), "a failed job is not retried")
 }
+
+// The API server refuses more than 256 overwrites in one object, naming
+// the field and the bound.
+func TestComponentVersionOverwritesAreBoundedAtApply(t *testing.T) {
+	ns, g := setup(t)
+	obj := &lsv1alpha1.ComponentVersionOverwrites{ObjectMeta: metaNS(ns, "many")}
+	for range 257 {
+		obj.Overwrites = append(obj.Overwrites, lsv1alpha1.ComponentVersionOverwrite{
+			Source:       lsv1alpha1.ComponentVersionOverwriteReference{ComponentName: "example.org/app"},
+			Substitution: lsv1alpha1.ComponentVersionOverwriteReference{Version: "2.0.0"},
+		})
+	}
+	g.Expect(env.Client.Create(context.Background(), obj)).To(MatchError(ContainSubstring("overwrites: Too many: 257: must have at most 256 items")))
+	obj.Overwrites = obj.Overwrites[:256]
+	create(g, obj)
+}
