@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -21,4 +23,9 @@ func PullFor(ctx context.Context, c client.Client, opts ChartSourceOptions, item
 		return nil, err
 	}
 	return cs.pull(ctx, creds, ref)
+}
+
+// NewReleaseSecrets is the deployer's release storage driver on secrets.
+func NewReleaseSecrets(secrets corev1client.SecretInterface) driver.Driver {
+	return newReleaseSecrets(secrets, func(string, ...any) {})
 }

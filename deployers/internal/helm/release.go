@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
@@ -33,7 +34,8 @@ const (
 const defaultOperationTimeout = 5 * time.Minute
 
 // actionConfig is Helm's configuration for one release namespace, with
-// release records in Secrets of that namespace on the target.
+// release records in Secrets of that namespace on the target, in Helm's
+// format (releaseSecrets).
 func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.Configuration, error) {
 	ac := &action.Configuration{}
 	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
@@ -43,6 +45,7 @@ func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.C
 	if kc, ok := ac.KubeClient.(*kube.Client); ok {
 		kc.Namespace = namespace
 	}
+	ac.Releases = storage.Init(newReleaseSecrets(g.core.Secrets(namespace), debug))
 	caps, err := g.capabilities()
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,7 +52,10 @@ func newTargetClients(mgr ctrl.Manager, guard lib.TargetClientOptions) *targetCl
 // targetGetter gives Helm the clients of one target cluster
 // (genericclioptions.RESTClientGetter).
 type targetGetter struct {
+	// cfg carries one transport (sharedTransport) that every client of the
+	// target is built on.
 	cfg       *rest.Config
+	core      corev1client.CoreV1Interface
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
 	// version is the target's Kubernetes version, read once in a while.
@@ -90,15 +94,56 @@ func (tc *targetClients) forTarget(ctx context.Context, t *lsv1alpha1.Target) (*
 	}
 	cfg.UserAgent = "terrace-helm-deployer"
 	cfg.QPS, cfg.Burst = 50, 100
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	g, err := newTargetGetter(cfg)
 	if err != nil {
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "Target %s/%s: %v", t.Namespace, t.Name, err)
 	}
-	cached := memory.NewMemCacheClient(dc)
-	g := &targetGetter{cfg: cfg, discovery: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 	if tc.getters == nil || len(tc.getters) >= maxTargetClients {
 		tc.getters = map[[32]byte]*targetGetter{}
 	}
 	tc.getters[key] = g
 	return g, nil
+}
+
+func newTargetGetter(cfg *rest.Config) (*targetGetter, error) {
+	shared, err := sharedTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(shared)
+	if err != nil {
+		return nil, err
+	}
+	core, err := corev1client.NewForConfig(shared)
+	if err != nil {
+		return nil, err
+	}
+	cached := memory.NewMemCacheClient(dc)
+	return &targetGetter{cfg: shared, core: core, discovery: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
+}
+
+// sharedTransport turns cfg's TLS settings, credentials, dialer and wrappers
+// into one transport, so that every client built from the returned config
+// shares its connections. Helm builds new clients for every operation, and
+// client-go cannot reuse a cached transport for a config with its own dialer
+// (the Target guard's): each operation would open connections of its own
+// and keep them idle.
+func sharedTransport(cfg *rest.Config) (*rest.Config, error) {
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:                      cfg.Host,
+		APIPath:                   cfg.APIPath,
+		ContentConfig:             cfg.ContentConfig,
+		UserAgent:                 cfg.UserAgent,
+		QPS:                       cfg.QPS,
+		Burst:                     cfg.Burst,
+		RateLimiter:               cfg.RateLimiter,
+		WarningHandler:            cfg.WarningHandler,
+		WarningHandlerWithContext: cfg.WarningHandlerWithContext,
+		Timeout:                   cfg.Timeout,
+		Transport:                 rt,
+	}, nil
 }
