@@ -254,6 +254,10 @@ test: build-control-plane build ## Run every module's tests against a real kube-
 e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own local environment (.local/e2e), every binary a process. `make test` runs it too.
 	cd e2e && go test $(TEST_FLAGS) ./suite/ -ginkgo.v
 
+.PHONY: e2e-node
+e2e-node: build-control-plane build build-node ## Run the e2e suite against Terrace as pods on a real node (root): its own make up NODE=1, make images, make deploy-local in .local/e2e-node.
+	TEST_FLAGS="$(TEST_FLAGS)" hack/e2e-node.sh
+
 .PHONY: test-local-env
 test-local-env: build-control-plane build ## Smoke-test the local environment (make up, manifests dry-run, a claim end to end, OCI push/pull, make demo, crash recovery, make down).
 	hack/local-env-smoke.sh

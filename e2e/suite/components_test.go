@@ -18,6 +18,9 @@ import (
 
 // registryAddress is the local environment's OCI registry.
 func registryAddress() string {
+	if addr := os.Getenv(RegistryEnv); addr != "" {
+		return addr
+	}
 	raw, err := os.ReadFile(filepath.Join(env.LocalDir, "registry", "address"))
 	Expect(err).NotTo(HaveOccurred(), "the local environment's registry address")
 	return strings.TrimSpace(string(raw))
@@ -47,8 +50,8 @@ repositoryContext:
 
 var _ = Describe("Component versions", func() {
 	BeforeEach(func() {
-		if !env.Local() {
-			Skip("needs the local environment's OCI registry")
+		if !hasRegistry() {
+			Skip("needs the local environment's OCI registry (or " + RegistryEnv + ")")
 		}
 	})
 

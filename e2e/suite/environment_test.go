@@ -38,6 +38,14 @@ const KubeconfigEnv = "E2E_KUBECONFIG"
 // run: loopback for the local environment, the in-cluster Service in kind).
 const TargetServerEnv = "E2E_TARGET_SERVER"
 
+// RegistryEnv names an OCI registry (host:port, plain HTTP) that both the
+// suite and the controllers of an existing cluster reach at that address; the
+// self-started local environment has its own.
+const RegistryEnv = "E2E_REGISTRY"
+
+// hasRegistry reports whether the specs that push to an OCI registry can run.
+func hasRegistry() bool { return env.Local() || os.Getenv(RegistryEnv) != "" }
+
 // terraceNamespace is where the controllers' ServiceAccounts live.
 const terraceNamespace = "terrace-system"
 

@@ -67,8 +67,8 @@ func documentedHelmItem(ref, releaseNamespace string) string {
 
 var _ = Describe("Helm deployer", func() {
 	It("deploys the documented helm provider configuration from the local registry, exports, and uninstalls", func(ctx SpecContext) {
-		if !env.Local() {
-			Skip("needs the local environment's OCI registry")
+		if !hasRegistry() {
+			Skip("needs the local environment's OCI registry (or " + RegistryEnv + ")")
 		}
 		ns := newNamespace(ctx, "helm")
 		releaseNS := ns + "-release"
