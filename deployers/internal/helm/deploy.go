@@ -63,7 +63,7 @@ func (d *deployer) Reconcile(ctx context.Context, req *lib.Request) (lib.Result,
 // deployAsRelease installs or upgrades the release, records its objects,
 // then checks their readiness and writes the exports.
 func (d *deployer) deployAsRelease(ctx context.Context, req *lib.Request, g *targetGetter, ap *manifest.Applier, cfg *config, set *manifest.ObjectSet, ch *chart.Chart) (lib.Result, error) {
-	ac, err := actionConfig(g, cfg.spec.Namespace, req.Log)
+	ac, err := d.actionConfig(g, cfg.spec.Namespace, req.Log)
 	if err != nil {
 		return lib.Result{}, err
 	}
@@ -154,7 +154,7 @@ func (d *deployer) Delete(ctx context.Context, req *lib.Request) (lib.Result, er
 			if err != nil {
 				return lib.Result{}, err
 			}
-			ac, err := actionConfig(g, spec.Namespace, req.Log)
+			ac, err := d.actionConfig(g, spec.Namespace, req.Log)
 			if err != nil {
 				return lib.Result{}, err
 			}

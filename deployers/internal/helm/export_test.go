@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -25,7 +26,12 @@ func PullFor(ctx context.Context, c client.Client, opts ChartSourceOptions, item
 	return cs.pull(ctx, creds, ref)
 }
 
-// NewReleaseSecrets is the deployer's release storage driver on secrets.
-func NewReleaseSecrets(secrets corev1client.SecretInterface) driver.Driver {
-	return newReleaseSecrets(secrets, func(string, ...any) {})
+// NewReleaseSecrets is the deployer's release storage driver on secrets,
+// the Secrets of namespace, with the default bound of a record.
+func NewReleaseSecrets(secrets corev1client.SecretInterface, namespace string) driver.Driver {
+	return newReleaseSecrets(secrets, namespace, DefaultMaxReleaseRecordBytes, func(string, ...any) {})
 }
+
+// RecordBomb is the data of a release record whose JSON inflates to
+// inflated bytes.
+func RecordBomb(t testing.TB, inflated int) []byte { return recordBomb(t, inflated) }

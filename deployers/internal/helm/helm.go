@@ -32,6 +32,10 @@ const (
 	DefaultRepoIndexCacheBytes    = 64 << 20
 	DefaultRepoIndexTTL           = time.Minute
 	DefaultChartCacheDirBytes     = 1 << 30
+	// DefaultMaxReleaseRecordBytes: Helm's records are at most 1 MiB
+	// compressed (a Secret), and the JSON of charts and values rarely
+	// compresses more than tenfold; a gzip bomb inflates a thousandfold.
+	DefaultMaxReleaseRecordBytes = 32 << 20
 )
 
 // Options configure the helm deployer. The zero value is usable.
@@ -64,6 +68,11 @@ type Options struct {
 	// the target (--max-release-history, default 10); older ones are
 	// deleted on upgrade.
 	MaxReleaseHistory int
+	// MaxReleaseRecordBytes bounds a release record read from a target
+	// cluster, decompressed: the JSON of the release, its chart and values
+	// (--max-release-record-bytes, default 32Mi); a record over it fails
+	// the item.
+	MaxReleaseRecordBytes int64
 }
 
 // ChartSourceOptions bound what the deployer downloads to get a chart.
@@ -122,21 +131,31 @@ func (o *ChartSourceOptions) setDefaults() {
 	}
 }
 
+func (o *Options) setDefaults() {
+	o.Charts.setDefaults()
+	if o.MaxReleaseHistory <= 0 {
+		o.MaxReleaseHistory = DefaultMaxReleaseHistory
+	}
+	if o.MaxReleaseRecordBytes <= 0 {
+		o.MaxReleaseRecordBytes = DefaultMaxReleaseRecordBytes
+	}
+	if o.MinContinuousReconcileInterval <= 0 {
+		o.MinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
+	}
+}
+
 // BindFlags registers the helm deployer's own flags on fs: the bounds of
 // target connections and of chart downloads.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.TargetClients.BindFlags(fs)
 	o.Charts.setDefaults()
-	if o.MaxReleaseHistory <= 0 {
-		o.MaxReleaseHistory = DefaultMaxReleaseHistory
-	}
-	if o.MinContinuousReconcileInterval <= 0 {
-		o.MinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
-	}
+	o.setDefaults()
 	fs.DurationVar(&o.MinContinuousReconcileInterval, "min-continuous-reconcile-interval", o.MinContinuousReconcileInterval,
 		"The most frequent spec.config.continuousReconcile (every, or the gap between two cron times) a helm deploy item may ask for; a more frequent one fails the item.")
 	fs.IntVar(&o.MaxReleaseHistory, "max-release-history", o.MaxReleaseHistory,
 		"How many revisions of a release Helm keeps on the target cluster (release Secrets); older ones are deleted on upgrade.")
+	fs.Var(bytesize.Flag(&o.MaxReleaseRecordBytes), "max-release-record-bytes",
+		"The largest release record (a release Secret on the target cluster, decompressed) the deployer reads, e.g. 32Mi; a larger one fails the item.")
 	fs.Var(bytesize.Flag(&o.Charts.MaxChartBytes), "max-chart-bytes",
 		"The largest chart archive the deployer accepts, e.g. 10Mi: inline (chart.archive.raw, decoded) or downloaded (each registry or chart server response); a larger one fails the item.")
 	fs.DurationVar(&o.Charts.RequestTimeout, "registry-request-timeout", o.Charts.RequestTimeout,
@@ -166,13 +185,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
-	opts.Charts.setDefaults()
-	if opts.MaxReleaseHistory <= 0 {
-		opts.MaxReleaseHistory = DefaultMaxReleaseHistory
-	}
-	if opts.MinContinuousReconcileInterval <= 0 {
-		opts.MinContinuousReconcileInterval = manifest.DefaultMinContinuousReconcileInterval
-	}
+	opts.setDefaults()
 	charts, err := newChartSource(opts.Charts, mgr.GetClient(), mgr.GetAPIReader())
 	if err != nil {
 		return err
@@ -183,6 +196,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		targets:    newTargetClients(mgr, opts.TargetClients),
 		charts:     charts,
 		maxHistory: opts.MaxReleaseHistory,
+		maxRecord:  opts.MaxReleaseRecordBytes,
 		minEvery:   opts.MinContinuousReconcileInterval,
 		hooks:      extension.ReconcileExtensionHooks{}.RegisterHookSetup(continuousReconcileHook(opts.MinContinuousReconcileInterval)),
 	}
@@ -206,6 +220,8 @@ type deployer struct {
 	charts     *chartSource
 	// maxHistory is Options.MaxReleaseHistory.
 	maxHistory int
+	// maxRecord is Options.MaxReleaseRecordBytes.
+	maxRecord int64
 	// minEvery is Options.MinContinuousReconcileInterval.
 	minEvery time.Duration
 	// hooks run continuousReconcile.

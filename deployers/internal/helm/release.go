@@ -28,6 +28,9 @@ const (
 	ReasonRenderFailed = "ChartRenderFailed"
 	// ReasonReleaseFailed: Helm's install, upgrade or uninstall failed.
 	ReasonReleaseFailed = "ReleaseFailed"
+	// ReasonReleaseRecordTooLarge: a release record on the target is larger,
+	// decompressed, than --max-release-record-bytes.
+	ReasonReleaseRecordTooLarge = "ReleaseRecordTooLarge"
 )
 
 // defaultOperationTimeout is Helm's own default for --timeout.
@@ -36,7 +39,7 @@ const defaultOperationTimeout = 5 * time.Minute
 // actionConfig is Helm's configuration for one release namespace, with
 // release records in Secrets of that namespace on the target, in Helm's
 // format (releaseSecrets).
-func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.Configuration, error) {
+func (d *deployer) actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.Configuration, error) {
 	ac := &action.Configuration{}
 	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
 	if err := ac.Init(g, namespace, "secret", debug); err != nil {
@@ -45,7 +48,7 @@ func actionConfig(g *targetGetter, namespace string, log logr.Logger) (*action.C
 	if kc, ok := ac.KubeClient.(*kube.Client); ok {
 		kc.Namespace = namespace
 	}
-	ac.Releases = storage.Init(newReleaseSecrets(g.core.Secrets(namespace), debug))
+	ac.Releases = storage.Init(newReleaseSecrets(g.core.Secrets(namespace), namespace, d.maxRecord, debug))
 	caps, err := g.capabilities()
 	if err != nil {
 		return nil, err
@@ -65,7 +68,7 @@ func (d *deployer) deployRelease(ctx context.Context, ac *action.Configuration, 
 	case errors.Is(err, driver.ErrReleaseNotFound):
 		return d.install(ctx, ac, di, cfg, ch)
 	case err != nil:
-		return nil, lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", ns, name, err))
+		return nil, historyError(ns, name, err)
 	}
 	if err := checkOwner(di, last); err != nil {
 		return nil, err
@@ -115,7 +118,7 @@ func (d *deployer) upgrade(ctx context.Context, ac *action.Configuration, di *ls
 func uninstall(_ context.Context, ac *action.Configuration, di *lsv1alpha1.DeployItem, name, namespace string, o operationOption) error {
 	rel, err := ownedRelease(ac, di, name)
 	if err != nil {
-		return lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", namespace, name, err))
+		return historyError(namespace, name, err)
 	}
 	if rel == nil {
 		return nil
@@ -123,6 +126,9 @@ func uninstall(_ context.Context, ac *action.Configuration, di *lsv1alpha1.Deplo
 	un := action.NewUninstall(ac)
 	un.Wait, un.Timeout = o.Wait, timeoutOr(o.Timeout)
 	if _, err := un.Run(name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		if large := recordTooLarge(namespace, name, err); large != nil {
+			return large
+		}
 		return lib.TransientError(ReasonReleaseFailed, fmt.Errorf("helm uninstall of release %s/%s: %w", namespace, name, err))
 	}
 	return nil
@@ -139,6 +145,9 @@ func timeoutOr(d time.Duration) time.Duration {
 // release name taken by another release (configuration problems), from
 // other failures (retried).
 func releaseError(op string, cfg *config, err error) error {
+	if large := recordTooLarge(cfg.spec.Namespace, cfg.spec.Name, err); large != nil {
+		return large
+	}
 	msg := fmt.Sprintf("helm %s of release %s/%s: %v", op, cfg.spec.Namespace, cfg.spec.Name, err)
 	text := err.Error()
 	switch {
@@ -152,6 +161,26 @@ func releaseError(op string, cfg *config, err error) error {
 		return lib.ConfigError(ReasonReleaseFailed, "%s", msg)
 	}
 	return lib.TransientError(ReasonReleaseFailed, errors.New(msg))
+}
+
+// historyError is the error of reading the release's records: retried,
+// unless a record is over the bound.
+func historyError(namespace, name string, err error) error {
+	if large := recordTooLarge(namespace, name, err); large != nil {
+		return large
+	}
+	return lib.TransientError(ReasonReleaseFailed, fmt.Errorf("release %s/%s: reading its history: %w", namespace, name, err))
+}
+
+// recordTooLarge is the item's error when err comes from a release record
+// over the bound (nil otherwise): the record stays as large until someone
+// removes it from the target, so retrying cannot help.
+func recordTooLarge(namespace, name string, err error) error {
+	var large *recordTooLargeError
+	if !errors.As(err, &large) {
+		return nil
+	}
+	return lib.ConfigError(ReasonReleaseRecordTooLarge, "release %s/%s: %v", namespace, name, large)
 }
 
 // sameContent reports whether the release was made from the same chart and

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"sync"
 
@@ -30,6 +31,10 @@ var (
 
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
+// errRecordTooLarge: a record's release JSON is larger than the bound the
+// record was decoded with; it was not inflated further.
+var errRecordTooLarge = errors.New("release record larger than the bound")
+
 // encodeRecord is rel's record data.
 func encodeRecord(rel *release.Release) ([]byte, error) {
 	raw, err := json.Marshal(rel)
@@ -54,8 +59,11 @@ func encodeRecord(rel *release.Release) ([]byte, error) {
 	return out, nil
 }
 
-// decodeRecord is the release of a record's data.
-func decodeRecord(data []byte) (*release.Release, error) {
+// decodeRecord is the release of a record's data; errRecordTooLarge when
+// its JSON is over maxBytes. A record is read from a target cluster, whose
+// tenant may write one that inflates to gigabytes: at most maxBytes+1 bytes
+// are inflated.
+func decodeRecord(data []byte, maxBytes int64) (*release.Release, error) {
 	if len(data) == 0 {
 		return nil, errEmptyRecord
 	}
@@ -66,9 +74,12 @@ func decodeRecord(data []byte) (*release.Release, error) {
 	}
 	raw = raw[:n]
 	if bytes.HasPrefix(raw, gzipMagic) {
-		if raw, err = gunzip(raw); err != nil {
+		if raw, err = gunzip(raw, maxBytes); err != nil {
 			return nil, err
 		}
+	}
+	if int64(len(raw)) > maxBytes {
+		return nil, errRecordTooLarge
 	}
 	var rel release.Release
 	if err := json.Unmarshal(raw, &rel); err != nil {
@@ -77,7 +88,8 @@ func decodeRecord(data []byte) (*release.Release, error) {
 	return &rel, nil
 }
 
-func gunzip(compressed []byte) ([]byte, error) {
+// gunzip inflates compressed, stopping one byte past maxBytes.
+func gunzip(compressed []byte, maxBytes int64) ([]byte, error) {
 	src := bytes.NewReader(compressed)
 	zr, _ := recordReaders.Get().(*gzip.Reader)
 	var err error
@@ -89,7 +101,7 @@ func gunzip(compressed []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := io.ReadAll(zr)
+	out, err := io.ReadAll(io.LimitReader(zr, maxBytes+1))
 	if cerr := zr.Close(); err == nil {
 		err = cerr
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestRecordCodecReadsHelmsFormats(t *testing.T) {
 		"BestSpeed": []byte(base64.StdEncoding.EncodeToString(fast.Bytes())),
 		"plain":     []byte(base64.StdEncoding.EncodeToString(raw)),
 	} {
-		got, err := decodeRecord(data)
+		got, err := decodeRecord(data, DefaultMaxReleaseRecordBytes)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -51,7 +52,7 @@ func TestRecordCodecReadsHelmsFormats(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "not base64!", base64.StdEncoding.EncodeToString([]byte{0x1f, 0x8b, 0x08, 0})} {
-		if _, err := decodeRecord([]byte(bad)); err == nil {
+		if _, err := decodeRecord([]byte(bad), DefaultMaxReleaseRecordBytes); err == nil {
 			t.Errorf("decodeRecord(%q): no error", bad)
 		}
 	}
@@ -78,5 +79,63 @@ func TestRecordEncodingReusesCompressors(t *testing.T) {
 	const limit = 256 << 10
 	if per := (after.TotalAlloc - before.TotalAlloc) / records; per > limit {
 		t.Errorf("encoding a record allocated %d bytes on average, want at most %d", per, limit)
+	}
+}
+
+// recordBomb is the data of a record whose JSON inflates to inflated bytes
+// of spaces from a few hundred KiB at most.
+func recordBomb(t testing.TB, inflated int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	chunk := bytes.Repeat([]byte(" "), 1<<20)
+	for left := inflated; left > 0; left -= len(chunk) {
+		if _, err := zw.Write(chunk[:min(left, len(chunk))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return []byte(base64.StdEncoding.EncodeToString(buf.Bytes()))
+}
+
+// TestRecordDecodingStopsAtTheBound: a small record that inflates far past
+// the bound is refused having allocated about the bound, not what it
+// inflates to.
+func TestRecordDecodingStopsAtTheBound(t *testing.T) {
+	const inflated, bound = 256 << 20, 1 << 20
+	bomb := recordBomb(t, inflated)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := decodeRecord(bomb, bound)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errRecordTooLarge) {
+		t.Fatalf("decoding a record that inflates to %d bytes with a bound of %d: %v, want errRecordTooLarge", inflated, bound, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*bound {
+		t.Errorf("decoding the %d bytes of a record inflating to %d allocated %d bytes, want at most %d", len(bomb), inflated, alloc, 8*bound)
+	}
+}
+
+// TestRecordBoundCountsTheJSON: a record whose JSON is exactly the bound
+// decodes, compressed or not; one byte less refuses it.
+func TestRecordBoundCountsTheJSON(t *testing.T) {
+	rel := codecRelease()
+	raw, err := json.Marshal(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compressed, err := encodeRecord(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"gzip": compressed, "plain": []byte(base64.StdEncoding.EncodeToString(raw))} {
+		if _, err := decodeRecord(data, int64(len(raw))); err != nil {
+			t.Errorf("%s: a record of exactly the bound: %v", name, err)
+		}
+		if _, err := decodeRecord(data, int64(len(raw))-1); !errors.Is(err, errRecordTooLarge) {
+			t.Errorf("%s: a record one byte over the bound: %v, want errRecordTooLarge", name, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,6 +108,27 @@ metadata:
 	rollback := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sh.helm.release.v1.atomic.v3"}, rollback)).To(Succeed(), "revision 3 is the rollback")
 	g.Expect(rollback.Labels).To(HaveKeyWithValue("status", "deployed"))
+}
+
+// TestReleaseRecordOverTheBound: a record of the item's release on the
+// target that inflates past --max-release-record-bytes (default 32Mi) fails
+// the item, naming the release, the Secret, the bound and the flag.
+func TestReleaseRecordOverTheBound(t *testing.T) {
+	g := NewWithT(t)
+	ns := testutil.Namespace(t, env)
+	target(g, ns)
+	g.Expect(env.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.bomb.v1", Namespace: ns, Labels: map[string]string{
+			"name": "bomb", "owner": "helm", "status": "deployed", "version": "1",
+		}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": helm.RecordBomb(t, 64<<20)},
+	})).To(Succeed())
+
+	di := createItem(g, ns, "bomb", providerConfig(map[string]any{"chart": rawArchive(t), "name": "bomb", "namespace": ns}))
+	g.Eventually(get(g, di), timeout, interval).Should(failedWith(helm.ReasonReleaseRecordTooLarge,
+		"release "+ns+"/bomb: release record Secret "+ns+"/sh.helm.release.v1.bomb.v1 decompresses to more than 32Mi (--max-release-record-bytes)"))
+	g.Expect(secretExists(ns, "sh.helm.release.v1.bomb.v2")).To(BeFalse(), "no revision written over a record the deployer could not read")
 }
 
 func saveChart(t *testing.T, ch *chart.Chart) []byte {

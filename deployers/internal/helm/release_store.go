@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,14 +36,41 @@ var recordLabels = []string{"name", "owner", "status", "version", "createdAt", "
 // namespace, in Helm's own format, as Helm's Secret driver does; it differs
 // in reusing its compressors (recordCodec).
 type releaseSecrets struct {
-	secrets corev1client.SecretInterface
-	log     func(format string, v ...any)
+	secrets   corev1client.SecretInterface
+	namespace string
+	// maxRecordBytes bounds a record's release JSON, decompressed
+	// (Options.MaxReleaseRecordBytes).
+	maxRecordBytes int64
+	log            func(format string, v ...any)
 }
 
 var _ driver.Driver = (*releaseSecrets)(nil)
 
-func newReleaseSecrets(secrets corev1client.SecretInterface, log func(string, ...any)) *releaseSecrets {
-	return &releaseSecrets{secrets: secrets, log: log}
+// newReleaseSecrets stores records in secrets, the Secrets of namespace.
+func newReleaseSecrets(secrets corev1client.SecretInterface, namespace string, maxRecordBytes int64, log func(string, ...any)) *releaseSecrets {
+	return &releaseSecrets{secrets: secrets, namespace: namespace, maxRecordBytes: maxRecordBytes, log: log}
+}
+
+// recordTooLargeError is the error of a release record whose release is
+// larger, decompressed, than --max-release-record-bytes.
+type recordTooLargeError struct {
+	// Secret is the record's namespace/name.
+	Secret string
+	Limit  int64
+}
+
+func (e *recordTooLargeError) Error() string {
+	return fmt.Sprintf("release record Secret %s decompresses to more than %s (--max-release-record-bytes); it was not read further",
+		e.Secret, resource.NewQuantity(e.Limit, resource.BinarySI))
+}
+
+// decode is the release of the record sec.
+func (s *releaseSecrets) decode(sec *corev1.Secret) (*release.Release, error) {
+	rel, err := decodeRecord(sec.Data[releaseDataKey], s.maxRecordBytes)
+	if errors.Is(err, errRecordTooLarge) {
+		return nil, &recordTooLargeError{Secret: s.namespace + "/" + sec.Name, Limit: s.maxRecordBytes}
+	}
+	return rel, err
 }
 
 // Name is Helm's name of its Secret driver: Helm compares driver names.
@@ -57,7 +85,7 @@ func (s *releaseSecrets) Get(key string) (*release.Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading release record %s: %w", key, err)
 	}
-	rel, err := decodeRecord(sec.Data[releaseDataKey])
+	rel, err := s.decode(sec)
 	if err != nil {
 		return nil, fmt.Errorf("decoding release record %s: %w", key, err)
 	}
@@ -99,7 +127,9 @@ func (s *releaseSecrets) Query(want map[string]string) ([]*release.Release, erro
 }
 
 // list decodes the records the selector matches; a record's labels are all
-// of its Secret's, as Helm's drivers return them.
+// of its Secret's, as Helm's drivers return them. A record over the bound
+// fails the listing: left out, it would hide a revision, and Helm would
+// take the release for absent or older than it is.
 func (s *releaseSecrets) list(selector string) ([]*release.Release, error) {
 	secs, err := s.secrets.List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -108,7 +138,11 @@ func (s *releaseSecrets) list(selector string) ([]*release.Release, error) {
 	out := make([]*release.Release, 0, len(secs.Items))
 	for i := range secs.Items {
 		sec := &secs.Items[i]
-		rel, err := decodeRecord(sec.Data[releaseDataKey])
+		rel, err := s.decode(sec)
+		var large *recordTooLargeError
+		if errors.As(err, &large) {
+			return nil, err
+		}
 		if err != nil {
 			s.log("release record %s does not decode: %v", sec.Name, err)
 			continue

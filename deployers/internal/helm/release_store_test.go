@@ -47,7 +47,7 @@ func TestReleaseRecordsInteroperateWithHelm(t *testing.T) {
 	ns := testutil.Namespace(t, env)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	ours, helms := helm.NewReleaseSecrets(cs.CoreV1().Secrets(ns)), driver.NewSecrets(cs.CoreV1().Secrets(ns))
+	ours, helms := helm.NewReleaseSecrets(cs.CoreV1().Secrets(ns), ns), driver.NewSecrets(cs.CoreV1().Secrets(ns))
 
 	// Ours writes, Helm reads: revision 1 created, then marked superseded.
 	v1 := testRelease("shared", ns, 1, release.StatusDeployed)
