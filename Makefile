@@ -249,6 +249,7 @@ kind-down: ## Delete the kind cluster.
 .PHONY: test
 test: build-control-plane build ## Run every module's tests against a real kube-apiserver and etcd (e2e runs the built binaries).
 	@for m in $(MODULES); do echo "go test: $$m"; (cd $$m && go test $(TEST_FLAGS) ./...); done
+	@echo "go test: hack/tools/images"; cd hack/tools/images && GOWORK=off go test $(TEST_FLAGS) ./...
 
 .PHONY: e2e
 e2e: build-control-plane build ## Run only the e2e suite (e2e/suite): its own local environment (.local/e2e), every binary a process. `make test` runs it too.

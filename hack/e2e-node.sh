@@ -12,9 +12,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [[ "$(id -u)" == 0 ]] || { echo "error: make e2e-node runs a node: run it as root" >&2; exit 1; }
 
 export TERRACE_LOCAL_DIR="${ROOT}/.local/e2e-node" TERRACE_NODE=1
-# Beside a developer's make up (.local) and the e2e suite's own environment.
-export TERRACE_ETCD_PORT=24379 TERRACE_ETCD_PEER_PORT=24380 TERRACE_APISERVER_PORT=28443 \
-  TERRACE_KCM_PORT=20457 TERRACE_CONTROLLER_PORT_BASE=30080
+# Beside a developer's make up (.local), the e2e suite's own environment and
+# make bench's.
+export TERRACE_ETCD_PORT=25379 TERRACE_ETCD_PEER_PORT=25380 TERRACE_APISERVER_PORT=29443 \
+  TERRACE_KCM_PORT=20557 TERRACE_CONTROLLER_PORT_BASE=32080
 local_env() { "${ROOT}/hack/local-env.sh" "$@"; }
 
 local_env clean
@@ -30,4 +31,4 @@ E2E_KUBECONFIG="${TERRACE_LOCAL_DIR}/kubeconfig" \
   E2E_TARGET_SERVER="https://127.0.0.1:${TERRACE_APISERVER_PORT}" \
   E2E_REGISTRY="$(cat "${TERRACE_LOCAL_DIR}/registry/address")" \
   E2E_UPGRADE_IMAGE="execution-controller=${upgrade}" \
-  go test ${TEST_FLAGS:--count=1 -timeout=30m} ./suite/ -ginkgo.v
+  go test ${TEST_FLAGS:--count=1 -timeout=30m} -v ./suite/ -ginkgo.v
