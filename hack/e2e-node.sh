@@ -4,7 +4,7 @@
 # with the node (make up NODE=1), builds and pushes every image (make images),
 # deploys them (make deploy-local), pushes a second image of the execution
 # controller for the rolling-upgrade spec, and runs e2e/suite against it as
-# an existing cluster. The environment is stopped at the end; its state and
+# an existing cluster (with the node's webserver image for the workload spec). The environment is stopped at the end; its state and
 # logs stay in .local/e2e-node until the next run. Needs root, like the node.
 set -euo pipefail
 
@@ -31,4 +31,5 @@ E2E_KUBECONFIG="${TERRACE_LOCAL_DIR}/kubeconfig" \
   E2E_TARGET_SERVER="https://127.0.0.1:${TERRACE_APISERVER_PORT}" \
   E2E_REGISTRY="$(cat "${TERRACE_LOCAL_DIR}/registry/address")" \
   E2E_UPGRADE_IMAGE="execution-controller=${upgrade}" \
+  E2E_WEBSERVER_IMAGE="$(awk '$1 == "webserver" { print $2 }' "${TERRACE_LOCAL_DIR}/node/images")" \
   go test ${TEST_FLAGS:--count=1 -timeout=30m} -v ./suite/ -ginkgo.v

@@ -1,12 +1,11 @@
 // Command relay copies TCP connections from one address to another, both
 // ways, untouched (TLS passes through). The local environment's services
-// listen on loopback; relay makes them reachable where they are not:
-//
-//   - on the node, from the node's IP to loopback (pods reach kube-apiserver
-//     and the registry at the node's IP);
-//   - in a pod of the local deployment, from the pod's loopback to the node's
-//     IP, so that a controller in a pod finds the registry and the API server
-//     at the same 127.0.0.1 addresses as the controller processes do.
+// listen on loopback; relay makes them reachable where they are not. On the
+// node it relays the node's IP to loopback, so that pods reach kube-apiserver
+// and the registry at the node's IP. In a pod of the local deployment it
+// relays the pod's loopback to the node's IP, so that a controller in a pod
+// finds the registry and the API server at the same 127.0.0.1 addresses as
+// the controller processes do.
 //
 //	relay -forward 127.0.0.1:22381=10.244.0.1:22381 -forward ...
 //

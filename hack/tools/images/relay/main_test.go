@@ -106,4 +106,3 @@ func waitFor(t *testing.T, f func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
