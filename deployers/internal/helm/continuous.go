@@ -33,11 +33,7 @@ func continuousSchedule(cr *helmv1alpha1.ContinuousReconcileSpec) (manifest.Sche
 	case cr.Cron != "" && cr.Every != nil:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile: set cron or every, not both")
 	case cr.Cron != "":
-		c, err := manifest.ParseCron(cr.Cron)
-		if err != nil {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.cron: %v", err)
-		}
-		return c, nil
+		return manifest.CronSchedule(cr.Cron)
 	}
 	d, err := duration("spec.config.continuousReconcile.every", cr.Every)
 	if err != nil || d == nil {

@@ -16,7 +16,8 @@ import (
 // TestContinuousReconcileHook: a Succeeded item is reconciled again once
 // continuousReconcile.every has passed, and waited for until then; an
 // interval below the minimum forces the reconcile that fails the item. A
-// cron schedule is due at its next time after the last reconcile.
+// cron schedule (also one with month or weekday names) is due at its next
+// time after the last reconcile.
 func TestContinuousReconcileHook(t *testing.T) {
 	item := func(cr string, last time.Duration) *lsv1alpha1.DeployItem {
 		raw := `{"apiVersion":"helm.deployer.landscaper.gardener.cloud/v1alpha1","kind":"ProviderConfiguration","continuousReconcile":` + cr + `}`
@@ -38,6 +39,7 @@ func TestContinuousReconcileHook(t *testing.T) {
 		{"below the minimum", item(`{"every":"10s"}`, time.Hour), extension.RequeueAfter(0, false), 0},
 		{"cron due", item(`{"cron":"*/5 * * * *"}`, time.Hour), &extension.HookResult{}, 5 * time.Minute},
 		{"cron not due", item(`{"cron":"0 0 1 1 *"}`, time.Minute), &extension.HookResult{AbortReconcile: true}, 366 * 24 * time.Hour},
+		{"cron with names", item(`{"cron":"0 0 1 jan *"}`, time.Minute), &extension.HookResult{AbortReconcile: true}, 366 * 24 * time.Hour},
 		{"both", item(`{"cron":"* * * * *","every":"5m"}`, time.Hour), nil, 0},
 	}
 	for _, tc := range cases {

@@ -39,11 +39,7 @@ func continuousSchedule(cr *manifestv1alpha2.ContinuousReconcileSpec) (Schedule,
 	case cr.Cron != "" && cr.Every != nil:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile: set cron or every, not both")
 	case cr.Cron != "":
-		c, err := ParseCron(cr.Cron)
-		if err != nil {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.cron: %v", err)
-		}
-		return c, nil
+		return CronSchedule(cr.Cron)
 	case cr.Every != nil:
 		return Every(cr.Every.Duration), nil
 	}

@@ -91,7 +91,7 @@
 // continuousReconcile is implemented as an extension hook (ShouldReconcile):
 // ContinuousReconcileHook (ScheduleHook, shared with the helm deployer); a
 // schedule more frequent than Options.MinContinuousReconcileInterval fails
-// the item (continuous.go; cron schedules: cron.go).
+// the item (continuous.go; schedules: schedule.go, read by kit/cron).
 //
 // Invariants:
 //   - Everything applied is recorded in status.providerStatus before the

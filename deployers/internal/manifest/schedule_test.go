@@ -16,9 +16,9 @@ func TestBadContinuousReconcile(t *testing.T) {
 	ns, g := setup(t)
 	target(g, ns, "t", nil)
 	cases := map[string]struct{ cr, msg string }{
-		"cron":  {`{"cron":"* * *"}`, `spec.config.continuousReconcile.cron: "* * *" has 3 fields; a schedule has five`},
+		"cron":  {`{"cron":"* * *"}`, `spec.config.continuousReconcile.cron: "* * *": needs 5 fields (minute hour day-of-month month day-of-week), has 3`},
 		"both":  {`{"cron":"* * * * *","every":"5m"}`, "spec.config.continuousReconcile: set cron or every, not both"},
-		"range": {`{"cron":"0 0 * 13 *"}`, `spec.config.continuousReconcile.cron: month field "13": "13" is not a number from 1 to 12`},
+		"range": {`{"cron":"0 0 * 13 *"}`, `spec.config.continuousReconcile.cron: "0 0 * 13 *": month field "13": "13" is not a value from 1 to 12`},
 	}
 	for name, tc := range cases {
 		di := item(ns, name, "t", v2(`"manifests":[],"continuousReconcile":`+tc.cr))

@@ -36,11 +36,7 @@ func continuousSchedule(cr *mockv1alpha1.ContinuousReconcileSpec) (manifest.Sche
 	case cr.Cron != "" && cr.Every != nil:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile: set cron or every, not both")
 	case cr.Cron != "":
-		c, err := manifest.ParseCron(cr.Cron)
-		if err != nil {
-			return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.cron: %v", err)
-		}
-		return c, nil
+		return manifest.CronSchedule(cr.Cron)
 	case cr.Every.Duration <= 0:
 		return nil, lib.ConfigError(lib.ReasonInvalidConfig, "spec.config.continuousReconcile.every: %s is not a positive duration", cr.Every.Duration)
 	}
