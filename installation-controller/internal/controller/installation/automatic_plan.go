@@ -5,6 +5,7 @@ import (
 	"time"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
+	"github.com/terrace-dev/terrace/kit/cron"
 )
 
 // Landscaper's defaults of spec.automaticReconcile's intervals.
@@ -108,18 +109,18 @@ func planAutomatic(in autoInput) autoPlan {
 // passed.
 func (p *autoPlan) due(in autoInput, field string, iv *lsv1alpha1.Duration, def time.Duration) (time.Time, error) {
 	if p.CronSpec != "" {
-		c, err := parseCron(p.CronSpec)
+		c, err := cron.Parse(p.CronSpec)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s.cronSpec %q: %w", field, p.CronSpec, err)
 		}
-		at, ok := c.next(in.FinishedAt)
-		if ok && at.Sub(in.FinishedAt) < in.MinInterval {
-			// next is strictly after its argument: at >= FinishedAt+MinInterval.
-			at, ok = c.next(in.FinishedAt.Add(in.MinInterval - time.Nanosecond))
+		at := c.Next(in.FinishedAt)
+		if !at.IsZero() && at.Sub(in.FinishedAt) < in.MinInterval {
+			// Next is strictly after its argument: at >= FinishedAt+MinInterval.
+			at = c.Next(in.FinishedAt.Add(in.MinInterval - time.Nanosecond))
 			p.Clamped, p.Interval = true, in.MinInterval
 		}
-		if !ok {
-			return time.Time{}, fmt.Errorf("%s.cronSpec %q matches no time in the next %d years", field, p.CronSpec, cronHorizon/(366*24*time.Hour))
+		if at.IsZero() {
+			return time.Time{}, fmt.Errorf("%s.cronSpec %q matches no time in the next %d years", field, p.CronSpec, cron.HorizonYears)
 		}
 		return at, nil
 	}
