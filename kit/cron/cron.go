@@ -3,11 +3,13 @@
 // the one reading of a schedule that every Terrace component shares, so
 // that a schedule means the same to an installation and to a deploy item.
 //
-// Each field is "*", a value, a range a-b, or a comma-separated list of
-// these, each with an optional step "/n" ("n/step" runs from n to the
+// Each field is "*" (or "?"), a value, a range a-b, or a comma-separated list
+// of these, each with an optional step "/n" ("n/step" runs from n to the
 // field's maximum). Months and days of the week also take their English
 // three-letter names (jan, mon; any case); day of week 7 is Sunday as 0 is.
-// When both day fields are restricted, a day matching either one counts.
+// When both day fields are restricted, a day matching either one counts; a
+// day field with an item that starts with "*" or "?" ("*/2" too) is not
+// restricted, as in the scheduler Landscaper uses.
 package cron
 
 import (
@@ -24,7 +26,8 @@ const HorizonYears = 5
 // Schedule is a parsed five-field schedule.
 type Schedule struct {
 	minute, hour, dom, month, dow uint64 // bit i set: value i matches
-	// domAny and dowAny: the field was "*"; a restricted day field alone
+	// domAny and dowAny: the field has an item starting with "*" or "?"; a
+	// restricted day field alone
 	// decides, and two restricted ones match a day either one matches.
 	domAny, dowAny bool
 }
@@ -63,10 +66,20 @@ func Parse(spec string) (*Schedule, error) {
 		bits[4] |= 1
 	}
 	return &Schedule{minute: bits[0], hour: bits[1], dom: bits[2], month: bits[3], dow: bits[4],
-		domAny: parts[2] == "*", dowAny: parts[4] == "*"}, nil
+		domAny: unrestricted(parts[2]), dowAny: unrestricted(parts[4])}, nil
 }
 
-// parse reads a comma-separated list of "*", "n", "a-b", each with an
+// unrestricted reports whether an item of the field starts with "*" or "?".
+func unrestricted(s string) bool {
+	for item := range strings.SplitSeq(s, ",") {
+		if rng, _, _ := strings.Cut(item, "/"); rng == "*" || rng == "?" {
+			return true
+		}
+	}
+	return false
+}
+
+// parse reads a comma-separated list of "*", "?", "n", "a-b", each with an
 // optional "/step".
 func (f field) parse(s string) (uint64, error) {
 	var bits uint64
@@ -91,9 +104,10 @@ func (f field) parse(s string) (uint64, error) {
 	return bits, nil
 }
 
-// bounds reads "*", "n" or "a-b"; a stepped "n" runs from n to the maximum.
+// bounds reads "*", "?", "n" or "a-b"; a stepped "n" runs from n to the
+// maximum.
 func (f field) bounds(rng string, stepped bool) (int, int, error) {
-	if rng == "*" {
+	if rng == "*" || rng == "?" {
 		return f.min, f.max, nil
 	}
 	loText, hiText, isRange := strings.Cut(rng, "-")
