@@ -101,18 +101,7 @@ var _ = Describe("Terrace as Deployments", Serial, func() {
 		}
 		before := podUIDs(ctx, others)
 
-		root := createInstallation(ctx, ns, installation("upgrade",
-			mockItem("slow", "phase: Succeeded\ndelay: 4s")+configMapItem("config", ns, "after-upgrade", "slow")))
-		By("waiting until the job runs: the first item started, the second waits for it")
-		var slow lsv1alpha1.DeployItem
-		Eventually(func(g Gomega) {
-			items := itemsOf(ctx, ns)
-			g.Expect(items).To(HaveKey("slow"))
-			slow = items["slow"]
-			g.Expect(slow.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
-		}).WithContext(ctx).Should(Succeed(), func() string { return describe(ctx, ns) })
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(root), root)).To(Succeed())
-		job := root.Status.JobID
+		job := startSlowJob(ctx, ns, "upgrade", "after-upgrade")
 
 		By("setting " + component + "'s image to " + image)
 		d := &appsv1.Deployment{}
@@ -131,16 +120,7 @@ var _ = Describe("Terrace as Deployments", Serial, func() {
 			}
 		}
 
-		By("the same job finishes, each item once")
-		Eventually(installationJob(ctx, ns, root.Name)).WithContext(ctx).
-			Should(Equal(lsv1alpha1.PhaseSucceeded), func() string { return describe(ctx, ns) })
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(root), root)).To(Succeed())
-		Expect(root.Status.JobID).To(Equal(job), "no new job was started")
-		items := itemsOf(ctx, ns)
-		Expect(items).To(HaveLen(2))
-		Expect(items["slow"].UID).To(Equal(slow.UID))
-		Expect(items["slow"].Status.JobIDFinished).To(Equal(job))
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "after-upgrade"}, &corev1.ConfigMap{})).To(Succeed())
+		job.completesOnce(ctx)
 
 		By("the other components kept their pods")
 		Expect(podUIDs(ctx, others)).To(Equal(before))

@@ -299,24 +299,7 @@ var _ = Describe("Installations", func() {
 	It("completes a job whose controllers were SIGKILLed mid-job, creating nothing twice", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "sigkill")
 		createTarget(ctx, ns, "cluster", clusterKubeconfig(ctx, ns))
-		root := createInstallation(ctx, ns, installation("restart",
-			mockItem("slow", "phase: Succeeded\ndelay: 4s")+configMapItem("config", ns, "after-restart", "slow")))
-
-		By("waiting until the job runs: the first item started, the second waits for it")
-		var slow lsv1alpha1.DeployItem
-		Eventually(func(g Gomega) {
-			items := itemsOf(ctx, ns)
-			g.Expect(items).To(HaveKey("slow"))
-			slow = items["slow"]
-			g.Expect(slow.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
-			g.Expect(slow.Status.JobID).NotTo(BeEmpty())
-		}).WithContext(ctx).Should(Succeed(), func() string { return describe(ctx, ns) })
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(root), root)).To(Succeed())
-		job := root.Status.JobID
-		executions := &lsv1alpha1.ExecutionList{}
-		Expect(env.Client.List(ctx, executions, client.InNamespace(ns))).To(Succeed())
-		Expect(executions.Items).To(HaveLen(1))
-		execUID := executions.Items[0].UID
+		job := startSlowJob(ctx, ns, "restart", "after-restart")
 
 		By("killing the installation controller, the execution controller and the mock deployer")
 		for _, c := range []string{"installation-controller", "execution-controller", "mock-deployer"} {
@@ -324,23 +307,64 @@ var _ = Describe("Installations", func() {
 		}
 		env.Restart(ctx)
 
-		By("the same job finishes")
-		Eventually(installationJob(ctx, ns, root.Name)).WithContext(ctx).
-			Should(Equal(lsv1alpha1.PhaseSucceeded), func() string { return describe(ctx, ns) })
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(root), root)).To(Succeed())
-		Expect(root.Status.JobID).To(Equal(job), "no new job was started")
-
-		By("nothing was created twice")
-		Expect(env.Client.List(ctx, executions, client.InNamespace(ns))).To(Succeed())
-		Expect(executions.Items).To(HaveLen(1))
-		Expect(executions.Items[0].UID).To(Equal(execUID))
-		items := itemsOf(ctx, ns) // fails on a duplicate item name
-		Expect(items).To(HaveLen(2))
-		Expect(items["slow"].UID).To(Equal(slow.UID))
-		Expect(items["slow"].Status.JobIDFinished).To(Equal(slow.Status.JobID))
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "after-restart"}, &corev1.ConfigMap{})).To(Succeed())
+		job.completesOnce(ctx)
 	})
 })
+
+// slowJob is a root installation's job whose first item (a mock item that
+// takes 4 s) runs while the second (a ConfigMap) waits for it.
+type slowJob struct {
+	ns, configMap string
+	root          *lsv1alpha1.Installation
+	id            string
+	execUID       types.UID
+	slow          lsv1alpha1.DeployItem
+}
+
+// startSlowJob creates the installation name and returns once its first item
+// runs.
+func startSlowJob(ctx context.Context, ns, name, configMap string) *slowJob {
+	j := &slowJob{ns: ns, configMap: configMap}
+	j.root = createInstallation(ctx, ns, installation(name,
+		mockItem("slow", "phase: Succeeded\ndelay: 4s")+configMapItem("config", ns, configMap, "slow")))
+
+	By("waiting until the job runs: the first item started, the second waits for it")
+	Eventually(func(g Gomega) {
+		items := itemsOf(ctx, ns)
+		g.Expect(items).To(HaveKey("slow"))
+		j.slow = items["slow"]
+		g.Expect(j.slow.Status.Phase).To(Equal(lsv1alpha1.PhaseProgressing))
+		g.Expect(j.slow.Status.JobID).NotTo(BeEmpty())
+	}).WithContext(ctx).Should(Succeed(), func() string { return describe(ctx, ns) })
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j.root), j.root)).To(Succeed())
+	j.id = j.root.Status.JobID
+	executions := &lsv1alpha1.ExecutionList{}
+	Expect(env.Client.List(ctx, executions, client.InNamespace(ns))).To(Succeed())
+	Expect(executions.Items).To(HaveLen(1))
+	j.execUID = executions.Items[0].UID
+	return j
+}
+
+// completesOnce waits for the same job to succeed and checks that nothing
+// was created twice.
+func (j *slowJob) completesOnce(ctx context.Context) {
+	By("the same job finishes")
+	Eventually(installationJob(ctx, j.ns, j.root.Name)).WithContext(ctx).
+		Should(Equal(lsv1alpha1.PhaseSucceeded), func() string { return describe(ctx, j.ns) })
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j.root), j.root)).To(Succeed())
+	Expect(j.root.Status.JobID).To(Equal(j.id), "no new job was started")
+
+	By("nothing was created twice")
+	executions := &lsv1alpha1.ExecutionList{}
+	Expect(env.Client.List(ctx, executions, client.InNamespace(j.ns))).To(Succeed())
+	Expect(executions.Items).To(HaveLen(1))
+	Expect(executions.Items[0].UID).To(Equal(j.execUID))
+	items := itemsOf(ctx, j.ns) // fails on a duplicate item name
+	Expect(items).To(HaveLen(2))
+	Expect(items["slow"].UID).To(Equal(j.slow.UID))
+	Expect(items["slow"].Status.JobIDFinished).To(Equal(j.id))
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: j.ns, Name: j.configMap}, &corev1.ConfigMap{})).To(Succeed())
+}
 
 func mustRead(path string) []byte {
 	data, err := os.ReadFile(filepath.Join(env.Root, path))
