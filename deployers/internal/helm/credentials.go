@@ -22,6 +22,11 @@ import (
 	"github.com/terrace-dev/terrace/kit/stale"
 )
 
+// The deployer reads Contexts through its informer cache (list, watch), and
+// a Context the cache does not hold yet from the API server (get).
+//
+// +kubebuilder:rbac:groups=landscaper.gardener.cloud,resources=contexts,verbs=get;list;watch
+
 // ReasonChartCredentials: a credential the item's Context names is missing
 // or unusable.
 const ReasonChartCredentials = "ChartCredentialsInvalid"
@@ -55,25 +60,17 @@ type repoAuth struct {
 // none) that does not exist means no credentials.
 func (cs *chartSource) credentialsOf(ctx context.Context, di *lsv1alpha1.DeployItem) (*itemCredentials, error) {
 	creds := &itemCredentials{namespace: di.Namespace, secrets: cs.secrets}
-	name := di.Spec.Context
-	if name == "" {
-		name = lsv1alpha1.DefaultContextName
-	}
 	if cs.contexts == nil {
 		return creds, nil
 	}
-	lsCtx := &lsv1alpha1.Context{}
-	key := types.NamespacedName{Namespace: di.Namespace, Name: name}
-	if err := stale.Get(ctx, cs.contexts, cs.secrets, key, lsCtx); err != nil {
-		if apierrors.IsNotFound(err) && name == lsv1alpha1.DefaultContextName {
-			return creds, nil
-		}
-		if apierrors.IsNotFound(err) {
-			return nil, lib.ConfigError(lib.ReasonContextNotFound, "spec.context: Context %s not found", key)
-		}
-		return nil, fmt.Errorf("reading Context %s: %w", key, err)
+	lsCtx, err := cs.readContext(ctx, di)
+	if err != nil {
+		return nil, err
 	}
-	creds.context = key.String()
+	if lsCtx == nil {
+		return creds, nil
+	}
+	creds.context = client.ObjectKeyFromObject(lsCtx).String()
 	for _, ref := range lsCtx.RegistryPullSecrets {
 		creds.pullSecrets = append(creds.pullSecrets, ref.Name)
 	}
@@ -87,6 +84,33 @@ func (cs *chartSource) credentialsOf(ctx context.Context, di *lsv1alpha1.DeployI
 	}
 	creds.repoAuths = repoCreds.Auths
 	return creds, nil
+}
+
+// readContext reads the item's Context from the cache (nil: none). A
+// Context the item names is asked of the API server before it counts as
+// missing, as it may be newer than the cache. The default Context is
+// optional and most namespaces have none: its absence from the cache is
+// taken as is, so an item without a Context costs no request.
+func (cs *chartSource) readContext(ctx context.Context, di *lsv1alpha1.DeployItem) (*lsv1alpha1.Context, error) {
+	key := types.NamespacedName{Namespace: di.Namespace, Name: di.Spec.Context}
+	lsCtx := &lsv1alpha1.Context{}
+	if key.Name == "" || key.Name == lsv1alpha1.DefaultContextName {
+		key.Name = lsv1alpha1.DefaultContextName
+		if err := cs.contexts.Get(ctx, key, lsCtx); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading Context %s: %w", key, err)
+		}
+		return lsCtx, nil
+	}
+	if err := stale.Get(ctx, cs.contexts, cs.secrets, key, lsCtx); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, lib.ConfigError(lib.ReasonContextNotFound, "spec.context: Context %s not found", key)
+		}
+		return nil, fmt.Errorf("reading Context %s: %w", key, err)
+	}
+	return lsCtx, nil
 }
 
 // repoAuthFor returns the credentials of the auth entry whose url is the

@@ -31,10 +31,15 @@ import (
 var env *testenv.Env
 
 // The deployer may reach the test API server and the test registry, both
-// on 127.0.0.1.
+// on 127.0.0.1. It serves Targets without an environment annotation: tests
+// with a deployer of their own fence their Targets off.
 func TestMain(m *testing.M) {
 	os.Exit(testutil.RunMain(m, &env, func(mgr ctrl.Manager) error {
-		return helm.AddToManager(mgr, helm.Options{Identity: "helm-id", Version: "test",
+		sel, err := lib.ParseTargetSelector("!"+lsv1alpha1.EnvironmentAnnotation, "")
+		if err != nil {
+			return err
+		}
+		return helm.AddToManager(mgr, helm.Options{Identity: "helm-id", Version: "test", TargetSelector: sel,
 			// Short enough for TestContinuousReconcileRepairsDrift.
 			MinContinuousReconcileInterval: time.Second,
 			TargetClients:                  lib.TargetClientOptions{AllowLoopback: true},
