@@ -14,6 +14,7 @@ const (
 	FlagCacheDiskBytes    = "component-cache-disk-bytes"
 	FlagMaxBlueprintFiles = "max-blueprint-files"
 	FlagMaxBlueprintBytes = "max-blueprint-bytes"
+	FlagJobPins           = "component-job-pins"
 )
 
 // Defaults of Options.
@@ -30,6 +31,9 @@ const (
 	// DefaultMaxBlueprintBytes bounds the extracted files of one
 	// blueprint together.
 	DefaultMaxBlueprintBytes = 16 << 20
+	// DefaultJobPins bounds the installations whose running job's digests
+	// are remembered: a few hundred bytes each.
+	DefaultJobPins = 10000
 )
 
 // Options configure a Resolver. Zero fields take their defaults.
@@ -47,6 +51,9 @@ type Options struct {
 	MaxBlueprintFiles int
 	// MaxBlueprintBytes bounds the extracted bytes of one blueprint.
 	MaxBlueprintBytes int64
+	// JobPins bounds the installations whose running job's component
+	// version digests are remembered (Request.Job).
+	JobPins int
 }
 
 func (o Options) withDefaults() Options {
@@ -61,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBlueprintBytes <= 0 {
 		o.MaxBlueprintBytes = DefaultMaxBlueprintBytes
+	}
+	if o.JobPins <= 0 {
+		o.JobPins = DefaultJobPins
 	}
 	return o
 }
@@ -80,4 +90,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Most files a blueprint read from a component version may hold.")
 	fs.Var(bytesize.Flag(&o.MaxBlueprintBytes), FlagMaxBlueprintBytes,
 		"Most bytes the files of a blueprint read from a component version may hold together, e.g. 16Mi.")
+	fs.IntVar(&o.JobPins, FlagJobPins, o.JobPins,
+		"Most installations whose running job's component version digests are remembered, so that the job reads one content throughout without looking the tags up again; the least recently used are forgotten first and look their tags up again.")
 }

@@ -47,7 +47,7 @@ func (r *Resolver) resolveReferences(ctx context.Context, cv *ComponentVersion, 
 					return fmt.Errorf("component %s references more than %d component versions in all (--ocm-max-components)", path[0], maxComponents)
 				}
 				var err error
-				if child, err = r.readVersion(ctx, target, creds); err != nil {
+				if child, err = r.readVersion(ctx, cv, target, creds); err != nil {
 					return fmt.Errorf("%s: %w", where, err)
 				}
 				cv.Components[key] = child

@@ -25,6 +25,7 @@ type Resolver struct {
 	client *http.Client
 	memory *memoryCache
 	disk   *diskCache
+	pins   *jobPins
 	flight singleflight.Group
 }
 
@@ -32,7 +33,7 @@ type Resolver struct {
 // spoken to with; nil uses kit/ocm's retrying default.
 func NewResolver(opts Options, client *http.Client) (*Resolver, error) {
 	opts = opts.withDefaults()
-	r := &Resolver{opts: opts, client: client, memory: newMemoryCache(opts.CacheBytes)}
+	r := &Resolver{opts: opts, client: client, memory: newMemoryCache(opts.CacheBytes), pins: newJobPins(opts.JobPins)}
 	if opts.CacheDir != "" {
 		d, err := newDiskCache(opts.CacheDir, opts.CacheDiskBytes)
 		if err != nil {
@@ -55,6 +56,9 @@ type Request struct {
 	// PullSecrets are the .dockerconfigjson values of the Context's
 	// registryPullSecrets, keyed by Secret name.
 	PullSecrets map[string][]byte
+	// Job, when set, is the job resolving: its later resolutions read the
+	// digests its first one read, without looking the tags up again.
+	Job Job
 }
 
 // ComponentVersion is a resolved component version and every version its
@@ -67,6 +71,9 @@ type ComponentVersion struct {
 	// Overwritten describes each overwrite applied, e.g.
 	// "github.com/a/b:1.0 -> github.com/a/c:1.1 in example.org/ocm".
 	Overwritten []string
+	// pinned are the digests the job resolved before (read only); read
+	// those this resolution read, by pinKey.
+	pinned, read map[string]digest.Digest
 }
 
 // Component is one component version as read. Its Descriptor is shared
@@ -93,8 +100,18 @@ type Component struct {
 func (c *Component) Key() string { return c.Descriptor.Key() }
 
 // Resolve reads the component version req names and, transitively, the
-// versions its component references name.
+// versions its component references name; within req.Job, each at the
+// digest the job first read.
 func (r *Resolver) Resolve(ctx context.Context, req Request) (*ComponentVersion, error) {
+	cv, err := r.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r.pins.remember(req.Job, cv.read)
+	return cv, nil
+}
+
+func (r *Resolver) resolve(ctx context.Context, req Request) (*ComponentVersion, error) {
 	creds, err := credentials(req.PullSecrets)
 	if err != nil {
 		return nil, err
@@ -116,9 +133,9 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (*ComponentVersion,
 	if rc == nil {
 		return nil, fmt.Errorf("component %s:%s: no repository context: set spec.componentDescriptor.ref.repositoryContext or the Context's repositoryContext", ref.ComponentName, ref.Version)
 	}
-	cv := &ComponentVersion{Components: map[string]*Component{}}
+	cv := r.newComponentVersion(req.Job)
 	target := cv.overwrite(req.Overwrites, versionRef{rc, ref.ComponentName, ref.Version})
-	root, err := r.readVersion(ctx, target, creds)
+	root, err := r.readVersion(ctx, cv, target, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -151,27 +168,50 @@ func (r *Resolver) resolveInline(ctx context.Context, req Request, creds *ocm.Do
 		}
 		root.Repository = repo
 	}
-	cv := &ComponentVersion{Root: root, Components: map[string]*Component{cd.Key(): root}}
+	cv := r.newComponentVersion(req.Job)
+	cv.Root, cv.Components[cd.Key()] = root, root
 	if err := r.resolveReferences(ctx, cv, req.Overwrites, creds); err != nil {
 		return nil, err
 	}
 	return cv, nil
 }
 
+func (r *Resolver) newComponentVersion(job Job) *ComponentVersion {
+	return &ComponentVersion{Components: map[string]*Component{}, pinned: r.pins.of(job), read: map[string]digest.Digest{}}
+}
+
 // readVersion reads one component version through the cache: the tag is
-// looked up every time, the content read once per digest.
-func (r *Resolver) readVersion(ctx context.Context, ref versionRef, creds *ocm.DockerConfig) (*Component, error) {
+// looked up once per job (cv.pinned), the content read once per digest.
+func (r *Resolver) readVersion(ctx context.Context, cv *ComponentVersion, ref versionRef, creds *ocm.DockerConfig) (*Component, error) {
 	repo, err := r.repository(ref.rc, creds)
 	if err != nil {
 		return nil, fmt.Errorf("component %s:%s: %w", ref.name, ref.version, err)
 	}
-	dg, err := ocm.ResolveDigest(ctx, repo, ref.name, ref.version)
+	pin := pinKey(repo.Base, ref.name, ref.version)
+	dg, pinned := cv.pinned[pin]
+	if !pinned {
+		if dg, err = ocm.ResolveDigest(ctx, repo, ref.name, ref.version); err != nil {
+			return nil, err
+		}
+	}
+	v, err := r.cachedVersion(ctx, repo, ref, dg)
 	if err != nil {
 		return nil, err
 	}
+	if pinned && v.Digest != dg {
+		return nil, &ChangedDuringJobError{Component: ref.name + ":" + ref.version, Repository: repo.Base, Started: dg, Now: v.Digest}
+	}
+	cv.read[pin] = v.Digest
+	return r.component(v, repo, ref.rc), nil
+}
+
+// cachedVersion is the version at digest dg from the cache, else read by
+// its tag (kit/ocm reads by tag only): the tag may have moved since dg was
+// resolved, so the caller compares the digest read.
+func (r *Resolver) cachedVersion(ctx context.Context, repo *ocm.Repository, ref versionRef, dg digest.Digest) (*ocm.Version, error) {
 	key := "cd:" + ref.name + ":" + ref.version + "@" + dg.String()
 	if v, ok := r.memory.get(key); ok {
-		return r.component(v.(*ocm.Version), repo, ref.rc), nil
+		return v.(*ocm.Version), nil
 	}
 	v, err, _ := r.flight.Do(key, func() (any, error) {
 		// A flight that ended between the lookup above and this one
@@ -189,7 +229,7 @@ func (r *Resolver) readVersion(ctx context.Context, ref versionRef, creds *ocm.D
 	if err != nil {
 		return nil, err
 	}
-	return r.component(v.(*ocm.Version), repo, ref.rc), nil
+	return v.(*ocm.Version), nil
 }
 
 func (r *Resolver) component(v *ocm.Version, repo *ocm.Repository, rc *lsv1alpha1.RepositoryContext) *Component {

@@ -23,6 +23,9 @@ const (
 	ReasonComponentInvalid = "ComponentDescriptorInvalid"
 	// ReasonRegistryUnavailable: a registry did not answer; retried.
 	ReasonRegistryUnavailable = "RegistryUnavailable"
+	// ReasonComponentChanged: a component version's tag moved during the
+	// job and the content the job started with is no longer cached.
+	ReasonComponentChanged = "ComponentVersionChanged"
 )
 
 // componentVersion is an installation's resolved component version and
@@ -35,7 +38,9 @@ type componentVersion struct {
 
 // resolveComponent reads the component version spec.componentDescriptor
 // names, with the repository context and pull secrets of the installation's
-// Context; nil when the installation names none.
+// Context; nil when the installation names none. Every resolution of one
+// job reads the digests its first one read (components.Request.Job), so
+// Completing renders with the blueprint Init rendered with.
 func (r *Reconciler) resolveComponent(ctx context.Context, inst *lsv1alpha1.Installation) (*componentVersion, error) {
 	def := inst.Spec.ComponentDescriptor
 	if def == nil {
@@ -46,6 +51,11 @@ func (r *Reconciler) resolveComponent(ctx context.Context, inst *lsv1alpha1.Inst
 		return nil, err
 	}
 	cv, err := r.Components.Resolve(ctx, req)
+	var changed *components.ChangedDuringJobError
+	if errors.As(err, &changed) {
+		return nil, flow.Stalledf(ReasonComponentChanged,
+			"spec.componentDescriptor: %v: add the reconcile annotation to the root installation to start a job with the new content", err)
+	}
 	if err != nil {
 		return nil, componentError(ReasonComponentInvalid, "spec.componentDescriptor", err)
 	}
@@ -63,7 +73,8 @@ func (r *Reconciler) resolveComponent(ctx context.Context, inst *lsv1alpha1.Inst
 // Context's repository context, component version overwrites and registry
 // pull secrets.
 func (r *Reconciler) componentRequest(ctx context.Context, inst *lsv1alpha1.Installation) (components.Request, error) {
-	req := components.Request{Definition: *inst.Spec.ComponentDescriptor}
+	req := components.Request{Definition: *inst.Spec.ComponentDescriptor,
+		Job: components.Job{Installation: string(inst.UID), ID: inst.Status.JobID}}
 	c, err := r.contextObject(ctx, inst)
 	if err != nil || c == nil {
 		return req, err
