@@ -9,9 +9,10 @@
 //     component reference, and resolves component references transitively
 //     (bounded by kit/ocm's Limits); an inline descriptor's references are
 //     read from the Context's repository context, else its own last one.
-//   - A cache keyed by manifest digest: a version's tag is looked up on every
-//     resolution (one request), its descriptor and blueprints are read once
-//     per digest and kept in memory within Options.CacheBytes and, when
+//   - A cache keyed by manifest digest: a version's tag is looked up once
+//     per job (Request.Job; the digests a job read are remembered per
+//     installation within Options.JobPins), its descriptor and blueprints
+//     are read once per digest and kept in memory within Options.CacheBytes and, when
 //     Options.CacheDir is set, blueprint archives on disk within
 //     Options.CacheDiskBytes. Concurrent resolutions of one digest share one
 //     read.
@@ -38,6 +39,7 @@
 //	--component-cache-disk-bytes  512Mi disk of cached blueprint archives
 //	--max-blueprint-files         1000  files of one blueprint
 //	--max-blueprint-bytes         16Mi  extracted bytes of one blueprint
+//	--component-job-pins          10000 installations whose job's digests are remembered
 //
 // Every error names the component version, the resource or reference and
 // the registry involved, and the reason; one over a bound names the flag.
