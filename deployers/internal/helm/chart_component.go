@@ -70,14 +70,10 @@ func (cs *chartSource) fromResource(ctx context.Context, creds *itemCredentials,
 	ref := componentRef{field: field, resource: ocm.ResourceIdentity{Name: r.ResourceName}}
 	switch {
 	case r.Reference != nil && len(r.Reference.RawMessage) > 0:
-		var cdRef lsv1alpha1.ComponentDescriptorReference
-		if err := json.Unmarshal(r.Reference.RawMessage, &cdRef); err != nil {
-			return nil, lib.ConfigError(ReasonComponentResource, "%s.ref: not a component reference: %v", field, err)
+		var err error
+		if creds, err = cs.componentReference(ctx, creds, field+".ref", r.Reference.RawMessage, &ref); err != nil {
+			return nil, err
 		}
-		if cdRef.RepositoryContext == nil || cdRef.ComponentName == "" || cdRef.Version == "" {
-			return nil, lib.ConfigError(ReasonComponentResource, "%s.ref: repositoryContext, componentName and version must be set", field)
-		}
-		ref.rc, ref.name, ref.version = cdRef.RepositoryContext, cdRef.ComponentName, cdRef.Version
 	case r.Inline != nil && len(r.Inline.RawMessage) > 0:
 		cd, err := ocm.Decode(r.Inline.RawMessage)
 		if err != nil {
@@ -92,6 +88,39 @@ func (cs *chartSource) fromResource(ctx context.Context, creds *itemCredentials,
 		return nil, lib.ConfigError(ReasonComponentResource, "%s: one of ref or inline must be set", field)
 	}
 	return cs.fromComponent(ctx, creds, ref)
+}
+
+// componentReference reads the component reference at field into ref. A
+// reference without repositoryContext is read from the one of the item's
+// Context, as Landscaper does; the credentials to read it with are returned.
+func (cs *chartSource) componentReference(ctx context.Context, creds *itemCredentials, field string, raw []byte, ref *componentRef) (*itemCredentials, error) {
+	var cdRef lsv1alpha1.ComponentDescriptorReference
+	if err := json.Unmarshal(raw, &cdRef); err != nil {
+		return nil, lib.ConfigError(ReasonComponentResource, "%s: not a component reference: %v", field, err)
+	}
+	if cdRef.ComponentName == "" || cdRef.Version == "" {
+		return nil, lib.ConfigError(ReasonComponentResource, "%s: componentName and version must be set", field)
+	}
+	ref.rc, ref.name, ref.version = cdRef.RepositoryContext, cdRef.ComponentName, cdRef.Version
+	if ref.rc != nil {
+		return creds, nil
+	}
+	if creds.context == "" {
+		// A default Context created moments ago may not be cached yet.
+		var err error
+		if creds, err = cs.liveDefaultCredentials(ctx, creds.namespace); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case creds.repositoryContext != nil:
+		ref.rc = creds.repositoryContext
+		return creds, nil
+	case creds.context == "":
+		return nil, lib.ConfigError(ReasonComponentResource, "%s.repositoryContext is not set and the item has no Context to take it from (spec.context is empty or %q, and %s has no Context %q); set one of them",
+			field, lsv1alpha1.DefaultContextName, creds.namespace, lsv1alpha1.DefaultContextName)
+	}
+	return nil, lib.ConfigError(ReasonComponentResource, "%s.repositoryContext is not set and the item's Context %s has no repositoryContext; set one of them", field, creds.context)
 }
 
 // fromComponent resolves the component version (unless given inline),

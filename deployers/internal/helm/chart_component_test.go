@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/opencontainers/go-digest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lsv1alpha1 "github.com/terrace-dev/terrace/apis/landscaper/v1alpha1"
 	"github.com/terrace-dev/terrace/deployers/internal/helm"
@@ -164,4 +165,57 @@ func TestChartFromComponentRegistryDown(t *testing.T) {
 		"chart": map[string]any{"resourceRef": resourceKey(t, rc, chartComponent, componentVersion, "blob-chart")}, "name": "down", "namespace": ns,
 	}))
 	g.Eventually(get(g, di), timeout, interval).Should(notFailedRetrying(helm.ReasonChartPullFailed, "connection refused"))
+}
+
+// TestChartFromComponentContextRepository: a fromResource.ref without
+// repositoryContext is read from the repositoryContext of the item's
+// Context, a named one or the namespace's default; without either the item
+// fails naming both places.
+func TestChartFromComponentContextRepository(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	archive := versionedChart(t, "0.1.0", "from-context")
+	rc, _ := pushChartComponent(t, registrytest.Start(t)+"/components", []ocm.Resource{blobResource("blob-chart", chartMediaType, archive)},
+		ocm.BytesBlob(chartMediaType, archive))
+	elsewhere := &lsv1alpha1.RepositoryContext{Type: "OCIRegistry", BaseURL: "127.0.0.1:1/nothing"}
+	chart := map[string]any{"fromResource": map[string]any{
+		"ref": map[string]any{"componentName": chartComponent, "version": componentVersion}, "resourceName": "blob-chart",
+	}}
+	withDefault, named, none := testutil.Namespace(t, env), testutil.Namespace(t, env), testutil.Namespace(t, env)
+	for _, ns := range []string{withDefault, named, none} {
+		target(g, ns)
+	}
+	for _, c := range []*lsv1alpha1.Context{
+		{ObjectMeta: metav1.ObjectMeta{Name: lsv1alpha1.DefaultContextName, Namespace: withDefault}, RepositoryContext: rc},
+		{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: named}, RepositoryContext: rc},
+		{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: named}, RepositoryContext: elsewhere},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: named}},
+	} {
+		g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	}
+	cases := []struct {
+		name, ns, lsContext string
+		chart               map[string]any
+		msg                 string // empty: succeeds
+	}{
+		{name: "default", ns: withDefault, chart: chart},
+		{name: "named", ns: named, lsContext: "repo", chart: chart},
+		{name: "own-wins", ns: named, lsContext: "elsewhere", chart: fromResourceRef(rc, "blob-chart")},
+		{name: "bare", ns: named, lsContext: "bare", chart: chart,
+			msg: "spec.config.chart.fromResource.ref.repositoryContext is not set and the item's Context " + named + "/bare has no repositoryContext"},
+		{name: "none", ns: none, chart: chart,
+			msg: "spec.config.chart.fromResource.ref.repositoryContext is not set and the item has no Context to take it from (spec.context is empty or \"default\", and " + none + " has no Context \"default\")"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			di := createItemIn(g, tc.ns, tc.name, tc.lsContext, providerConfig(map[string]any{"chart": tc.chart, "name": tc.name, "namespace": tc.ns}))
+			if tc.msg != "" {
+				g.Eventually(get(g, di), timeout, interval).Should(failedWith(helm.ReasonComponentResource, tc.msg))
+				return
+			}
+			g.Eventually(get(g, di), timeout, interval).Should(finishedIn(lsv1alpha1.PhaseSucceeded))
+			g.Expect(greeting(g, tc.ns, tc.name+"-cm")()).To(Equal("from-context"))
+		})
+	}
 }

@@ -45,7 +45,10 @@ type itemCredentials struct {
 	repoAuths []helmv1alpha1.Auth
 	// pullSecrets name kubernetes.io/dockerconfigjson Secrets with registry credentials.
 	pullSecrets []string
-	secrets     client.Reader
+	// repositoryContext is the Context's: where a component reference that
+	// names none is read from.
+	repositoryContext *lsv1alpha1.RepositoryContext
+	secrets           client.Reader
 }
 
 // repoAuth is what a request to one chart repository URL carries.
@@ -59,18 +62,37 @@ type repoAuth struct {
 // credentialsOf reads the item's Context. A Context named "default" (or
 // none) that does not exist means no credentials.
 func (cs *chartSource) credentialsOf(ctx context.Context, di *lsv1alpha1.DeployItem) (*itemCredentials, error) {
-	creds := &itemCredentials{namespace: di.Namespace, secrets: cs.secrets}
 	if cs.contexts == nil {
-		return creds, nil
+		return cs.credentialsFrom(di.Namespace, nil)
 	}
 	lsCtx, err := cs.readContext(ctx, di)
 	if err != nil {
 		return nil, err
 	}
+	return cs.credentialsFrom(di.Namespace, lsCtx)
+}
+
+// liveDefaultCredentials are the credentials of the namespace's default
+// Context read from the API server: an item about to fail for want of
+// what the Context gives confirms that the cache, which may lag behind,
+// did not miss it.
+func (cs *chartSource) liveDefaultCredentials(ctx context.Context, namespace string) (*itemCredentials, error) {
+	lsCtx, err := defaultContext(ctx, cs.secrets, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return cs.credentialsFrom(namespace, lsCtx)
+}
+
+// credentialsFrom are the credentials lsCtx (nil: none) gives an item in
+// namespace.
+func (cs *chartSource) credentialsFrom(namespace string, lsCtx *lsv1alpha1.Context) (*itemCredentials, error) {
+	creds := &itemCredentials{namespace: namespace, secrets: cs.secrets}
 	if lsCtx == nil {
 		return creds, nil
 	}
 	creds.context = client.ObjectKeyFromObject(lsCtx).String()
+	creds.repositoryContext = lsCtx.RepositoryContext
 	for _, ref := range lsCtx.RegistryPullSecrets {
 		creds.pullSecrets = append(creds.pullSecrets, ref.Name)
 	}
@@ -92,21 +114,27 @@ func (cs *chartSource) credentialsOf(ctx context.Context, di *lsv1alpha1.DeployI
 // optional and most namespaces have none: its absence from the cache is
 // taken as is, so an item without a Context costs no request.
 func (cs *chartSource) readContext(ctx context.Context, di *lsv1alpha1.DeployItem) (*lsv1alpha1.Context, error) {
+	if di.Spec.Context == "" || di.Spec.Context == lsv1alpha1.DefaultContextName {
+		return defaultContext(ctx, cs.contexts, di.Namespace)
+	}
 	key := types.NamespacedName{Namespace: di.Namespace, Name: di.Spec.Context}
 	lsCtx := &lsv1alpha1.Context{}
-	if key.Name == "" || key.Name == lsv1alpha1.DefaultContextName {
-		key.Name = lsv1alpha1.DefaultContextName
-		if err := cs.contexts.Get(ctx, key, lsCtx); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("reading Context %s: %w", key, err)
-		}
-		return lsCtx, nil
-	}
 	if err := stale.Get(ctx, cs.contexts, cs.secrets, key, lsCtx); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, lib.ConfigError(lib.ReasonContextNotFound, "spec.context: Context %s not found", key)
+		}
+		return nil, fmt.Errorf("reading Context %s: %w", key, err)
+	}
+	return lsCtx, nil
+}
+
+// defaultContext reads the namespace's default Context from r (nil: none).
+func defaultContext(ctx context.Context, r client.Reader, namespace string) (*lsv1alpha1.Context, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: lsv1alpha1.DefaultContextName}
+	lsCtx := &lsv1alpha1.Context{}
+	if err := r.Get(ctx, key, lsCtx); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
 		return nil, fmt.Errorf("reading Context %s: %w", key, err)
 	}
