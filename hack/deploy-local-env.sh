@@ -125,8 +125,9 @@ deploy_local_overlay() {
 }
 
 deploy_local() {
-  node_started && running kubelet ||
+  if ! node_started || ! running kubelet; then
     die "make deploy-local runs Terrace on the local node: start it with make up NODE=1 (as root)"
+  fi
   deploy_local_overlay
   kubectl_admin kustomize "${DEPLOY_LOCAL_DIR}" >"${DEPLOY_LOCAL_DIR}/manifests.yaml" ||
     die "kustomize refused ${DEPLOY_LOCAL_DIR}/kustomization.yaml"

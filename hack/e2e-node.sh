@@ -27,9 +27,11 @@ upgrade="$(TERRACE_IMAGES=execution-controller TERRACE_IMAGE_TAG=e2e-upgrade loc
 [[ -n "${upgrade}" ]] || { echo "error: no second image of execution-controller was pushed" >&2; exit 1; }
 
 cd "${ROOT}/e2e"
+# TEST_FLAGS holds several flags: split on purpose.
+read -r -a test_flags <<<"${TEST_FLAGS:--count=1 -timeout=30m}"
 E2E_KUBECONFIG="${TERRACE_LOCAL_DIR}/kubeconfig" \
   E2E_TARGET_SERVER="https://127.0.0.1:${TERRACE_APISERVER_PORT}" \
   E2E_REGISTRY="$(cat "${TERRACE_LOCAL_DIR}/registry/address")" \
   E2E_UPGRADE_IMAGE="execution-controller=${upgrade}" \
   E2E_WEBSERVER_IMAGE="$(awk '$1 == "webserver" { print $2 }' "${TERRACE_LOCAL_DIR}/node/images")" \
-  go test ${TEST_FLAGS:--count=1 -timeout=30m} -v ./suite/ -ginkgo.v
+  go test "${test_flags[@]}" -v ./suite/ -ginkgo.v
