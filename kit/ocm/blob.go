@@ -80,7 +80,7 @@ func localBlob(ctx context.Context, repo *Repository, cd *ComponentDescriptor, l
 		return nil, BlobInfo{}, err
 	}
 	if layers == nil {
-		_, manifest, err := repo.fetchComponentManifest(ctx, r, name, version)
+		_, manifest, err := repo.fetchComponentManifest(ctx, r, tagRef(name, version))
 		if err != nil {
 			return nil, BlobInfo{}, err
 		}

@@ -13,7 +13,9 @@
 //     <baseUrl>/component-descriptors/<name>; its config is the component
 //     config JSON ({"componentDescriptorLayer": <descriptor>}), its layer 0 a
 //     tar holding component-descriptor.yaml, its other layers the local blobs,
-//     addressed by digest (localReference).
+//     addressed by digest (localReference). ResolveVersionByDigest reads a
+//     version from the manifest at a digest instead of its tag, refusing
+//     content that does not hash to it.
 //
 // Every read is bounded (Limits): a descriptor by MaxDescriptorBytes (default
 // 4Mi), a blob by MaxBlobBytes (default 128Mi), transitive component

@@ -81,58 +81,108 @@ func ResolveVersion(ctx context.Context, repo *Repository, name, version string)
 	if name == "" || version == "" {
 		return nil, fmt.Errorf("a component version needs a component name and a version (got %q:%q)", name, version)
 	}
-	r, err := repo.OCIRepository(repo.componentRepository(name))
+	return repo.readVersion(ctx, tagRef(name, version))
+}
+
+// ResolveVersionByDigest reads the component version of component name
+// stored in the manifest at digest dg, wherever its tag points now: who
+// resolved the digest before reads that same content again. The manifest
+// must hash to dg, and its descriptor must be of component name.
+func ResolveVersionByDigest(ctx context.Context, repo *Repository, name string, dg digest.Digest) (*Version, error) {
+	if name == "" {
+		return nil, fmt.Errorf("a component version needs a component name (reading digest %s)", dg)
+	}
+	if err := dg.Validate(); err != nil {
+		return nil, fmt.Errorf("component %s: %q is not a manifest digest: %w", name, dg, err)
+	}
+	return repo.readVersion(ctx, manifestRef{name: name, reference: dg.String(), digest: dg, label: name + "@" + dg.String()})
+}
+
+// manifestRef names the manifest of a component version: by tag (version
+// set) or by digest (digest set).
+type manifestRef struct {
+	name, version string
+	reference     string
+	digest        digest.Digest
+	// label names it in messages: "<name>:<version>" or "<name>@<digest>".
+	label string
+}
+
+func tagRef(name, version string) manifestRef {
+	return manifestRef{name: name, version: version, reference: VersionToTag(version), label: name + ":" + version}
+}
+
+func (repo *Repository) readVersion(ctx context.Context, ref manifestRef) (*Version, error) {
+	r, err := repo.OCIRepository(repo.componentRepository(ref.name))
 	if err != nil {
 		return nil, err
 	}
-	manifestDesc, manifest, err := repo.fetchComponentManifest(ctx, r, name, version)
+	manifestDesc, manifest, err := repo.fetchComponentManifest(ctx, r, ref)
 	if err != nil {
 		return nil, err
 	}
 	layer, err := repo.descriptorLayer(ctx, r, manifest)
 	if err != nil {
-		return nil, fmt.Errorf("component %s:%s in %s: %w", name, version, repo.Base, err)
+		return nil, fmt.Errorf("component %s in %s: %w", ref.label, repo.Base, err)
 	}
 	data, err := repo.fetchBounded(ctx, r, layer, "the component descriptor layer")
 	if err != nil {
-		return nil, fmt.Errorf("component %s:%s in %s: %w", name, version, repo.Base, err)
+		return nil, fmt.Errorf("component %s in %s: %w", ref.label, repo.Base, err)
 	}
 	cd, err := decodeDescriptorLayer(layer.MediaType, data, repo.Limits.withDefaults().MaxDescriptorBytes)
 	if err != nil {
-		return nil, fmt.Errorf("component %s:%s in %s: %w", name, version, repo.Base, err)
+		return nil, fmt.Errorf("component %s in %s: %w", ref.label, repo.Base, err)
 	}
-	if cd.Component.Name != name || cd.Component.Version != version {
-		return nil, fmt.Errorf("component %s:%s in %s: the descriptor stored there is of %s", name, version, repo.Base, cd.Key())
+	if cd.Component.Name != ref.name || (ref.version != "" && cd.Component.Version != ref.version) {
+		return nil, fmt.Errorf("component %s in %s: the descriptor stored there is of %s", ref.label, repo.Base, cd.Key())
 	}
 	return &Version{Descriptor: cd, Digest: manifestDesc.Digest, Layers: manifest.Layers}, nil
 }
 
-// fetchComponentManifest resolves the version's tag to an image manifest;
-// an index is followed to its descriptor manifest.
-func (repo *Repository) fetchComponentManifest(ctx context.Context, r *remote.Repository, name, version string) (ocispec.Descriptor, *ocispec.Manifest, error) {
-	desc, rc, err := r.FetchReference(ctx, VersionToTag(version))
+// fetchComponentManifest fetches the manifest ref names; an index is
+// followed to its descriptor manifest.
+func (repo *Repository) fetchComponentManifest(ctx context.Context, r *remote.Repository, ref manifestRef) (ocispec.Descriptor, *ocispec.Manifest, error) {
+	data, desc, err := repo.fetchManifestBytes(ctx, r, ref)
 	if err != nil {
-		return desc, nil, repo.versionError(name, version, err)
-	}
-	data, err := readAllBounded(rc, desc, repo.Limits.withDefaults().MaxDescriptorBytes, "the component version's manifest", "ocm-max-descriptor-bytes")
-	if err != nil {
-		return desc, nil, repo.registryError(fmt.Sprintf("reading component %s:%s", name, version), err)
+		return desc, nil, err
 	}
 	if desc.MediaType == ocispec.MediaTypeImageIndex {
 		inner, err := descriptorManifestOf(data)
 		if err != nil {
-			return desc, nil, fmt.Errorf("component %s:%s in %s: %w", name, version, repo.Base, err)
+			return desc, nil, fmt.Errorf("component %s in %s: %w", ref.label, repo.Base, err)
 		}
 		data, err = repo.fetchBounded(ctx, r, inner, "the component version's descriptor manifest")
 		if err != nil {
-			return desc, nil, fmt.Errorf("component %s:%s in %s: %w", name, version, repo.Base, err)
+			return desc, nil, fmt.Errorf("component %s in %s: %w", ref.label, repo.Base, err)
 		}
 	}
 	var manifest ocispec.Manifest
 	if err := json.Unmarshal(data, &manifest); err != nil {
-		return desc, nil, fmt.Errorf("component %s:%s in %s: the manifest is not JSON: %w", name, version, repo.Base, err)
+		return desc, nil, fmt.Errorf("component %s in %s: the manifest is not JSON: %w", ref.label, repo.Base, err)
 	}
 	return desc, &manifest, nil
+}
+
+// fetchManifestBytes reads the top manifest ref names. Read by digest, the
+// content must hash to that digest whatever the registry says it is.
+func (repo *Repository) fetchManifestBytes(ctx context.Context, r *remote.Repository, ref manifestRef) ([]byte, ocispec.Descriptor, error) {
+	desc, rc, err := r.FetchReference(ctx, ref.reference)
+	if err != nil {
+		return nil, desc, repo.manifestError(ref, err)
+	}
+	data, err := readAllBounded(rc, desc, repo.Limits.withDefaults().MaxDescriptorBytes, "the component version's manifest", "ocm-max-descriptor-bytes")
+	if err != nil {
+		return nil, desc, repo.registryError("reading component "+ref.label, err)
+	}
+	// The descriptor's digest is the registry's word when it did not
+	// say how long the manifest is: the content is checked here.
+	if ref.digest != "" {
+		if got := ref.digest.Algorithm().FromBytes(data); got != ref.digest {
+			return nil, desc, repo.registryError("reading component "+ref.label, fmt.Errorf("the registry returned a manifest of digest %s for %s", got, ref.digest))
+		}
+		desc.Digest = ref.digest
+	}
+	return data, desc, nil
 }
 
 // descriptorManifestOf picks the descriptor manifest of an index: the one
@@ -260,8 +310,14 @@ func readAllBounded(rc io.ReadCloser, desc ocispec.Descriptor, limit int64, what
 // versionError turns a failed tag lookup into a NotFoundError or a
 // RegistryError naming the component version.
 func (repo *Repository) versionError(name, version string, err error) error {
+	return repo.manifestError(tagRef(name, version), err)
+}
+
+// manifestError turns a failed manifest read into a NotFoundError or a
+// RegistryError naming the component version.
+func (repo *Repository) manifestError(ref manifestRef, err error) error {
 	if errors.Is(err, errdef.ErrNotFound) {
-		return &NotFoundError{What: fmt.Sprintf("component version %s:%s in %s", name, version, repo.Base)}
+		return &NotFoundError{What: fmt.Sprintf("component version %s in %s", ref.label, repo.Base)}
 	}
-	return repo.registryError(fmt.Sprintf("reading component version %s:%s", name, version), err)
+	return repo.registryError("reading component version "+ref.label, err)
 }

@@ -69,15 +69,18 @@ func pinKey(base, name, version string) string {
 	return base + "//" + name + ":" + version
 }
 
-// ChangedDuringJobError says that a version's tag moved while a job ran and
-// the content the job started with is no longer cached, so the job cannot
-// read the same content again.
+// ChangedDuringJobError says that the manifest a job started with is
+// neither cached nor in the registry any more (its tag moved and the old
+// manifest was deleted), so the job cannot go on with the same content.
 type ChangedDuringJobError struct {
-	Component, Repository string
-	Started, Now          digest.Digest
+	Component, Registry string
+	Digest              digest.Digest
+	Err                 error
 }
 
 func (e *ChangedDuringJobError) Error() string {
-	return fmt.Sprintf("component %s in %s changed during the job: the job started with %s, the tag now points at %s, and the content of %s is no longer cached (--%s)",
-		e.Component, e.Repository, e.Started, e.Now, e.Started, FlagCacheBytes)
+	return fmt.Sprintf("component %s in %s: the job started with manifest %s, which is no longer cached (--%s) and no longer in the registry: %v",
+		e.Component, e.Registry, e.Digest, FlagCacheBytes, e.Err)
 }
+
+func (e *ChangedDuringJobError) Unwrap() error { return e.Err }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry/remote"
+
 	"github.com/terrace-dev/terrace/kit/ocm"
 )
 
@@ -25,9 +28,9 @@ func newJobEnv(t *testing.T, opts Options) *jobEnv {
 	return e
 }
 
-func (e *jobEnv) pushApp(t *testing.T, marker string) {
+func (e *jobEnv) pushApp(t *testing.T, marker string) digest.Digest {
 	t.Helper()
-	e.push(t, component{name: "acme.org/app", version: "1.0.0", refs: []ocm.ComponentReference{reference("lib", "acme.org/lib", "1.0.0")},
+	return e.push(t, component{name: "acme.org/app", version: "1.0.0", refs: []ocm.ComponentReference{reference("lib", "acme.org/lib", "1.0.0")},
 		blobs: []blobResource{{"blueprint", blueprintTarGzip, blueprintArchive(t, true, marker)}}})
 }
 
@@ -117,23 +120,66 @@ func TestJobPinsAreBounded(t *testing.T) {
 	}
 }
 
-// When the content a job started with has left the cache and its tag moved,
-// the job cannot read it again: the error says so and names the cache's
-// flag, rather than the job going on with other content.
-func TestAMovedTagWithTheContentGoneFailsTheJob(t *testing.T) {
+// When the content a job started with has left the cache and its tag
+// moved, the job reads its content again by the digest it started with:
+// it goes on with the blueprint it started with, not the tag's new one.
+func TestAJobReadsItsDigestAgainWhenTheCacheLostIt(t *testing.T) {
 	e := newJobEnv(t, Options{CacheBytes: 1}) // nothing fits: every read goes to the registry
+	job := Job{Installation: "uid-a", ID: "job-1"}
+	firstBP, firstLib, err := e.read(t, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pushApp(t, "second")
+	e.pushLib(t, "second")
+	e.counter.reset()
+	bp, lib, err := e.read(t, job)
+	if err != nil {
+		t.Fatalf("the job's content read again by digest: %v", err)
+	}
+	if bp != firstBP || lib != firstLib {
+		t.Errorf("the job read the moved tags: blueprint %q, library %s (started with %q, %s)", bp, lib, firstBP, firstLib)
+	}
+	if n := e.counter.count("HEAD manifest"); n != 0 {
+		t.Errorf("the job looked %d tags up again, want none", n)
+	}
+
+	bp, _, err = e.read(t, Job{Installation: "uid-a", ID: "job-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bp, "second") {
+		t.Errorf("the next job read blueprint %q, want the one the tag points at now", bp)
+	}
+}
+
+// When the manifest a job started with is gone from the registry too, the
+// job cannot go on with its content: the error names the component
+// version, the digest, the registry and the cache's flag.
+func TestAJobWhoseDigestIsGoneFails(t *testing.T) {
+	e := newJobEnv(t, Options{CacheBytes: 1})
 	job := Job{Installation: "uid-a", ID: "job-1"}
 	if _, _, err := e.read(t, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.read(t, job); err != nil {
-		t.Fatalf("an unmoved tag read again: %v", err)
+	r, err := remote.NewRepository(e.host + "/ocm/component-descriptors/acme.org/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PlainHTTP = true
+	first, err := r.Resolve(context.Background(), "1.0.0")
+	if err != nil {
+		t.Fatal(err)
 	}
 	e.pushApp(t, "second")
-	_, _, err := e.read(t, job)
+	if err := r.Delete(context.Background(), first); err != nil {
+		t.Fatalf("deleting the first manifest: %v", err)
+	}
+
+	_, _, err = e.read(t, job)
 	var changed *ChangedDuringJobError
 	if !errors.As(err, &changed) {
 		t.Fatalf("got %v, want a ChangedDuringJobError", err)
 	}
-	wantErr(t, err, "component acme.org/app:1.0.0 in "+e.host+"/ocm changed during the job", "--component-cache-bytes")
+	wantErr(t, err, "component acme.org/app:1.0.0 in "+e.host+"/ocm", first.Digest.String(), "no longer in the registry", "--component-cache-bytes")
 }

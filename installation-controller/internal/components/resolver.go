@@ -3,6 +3,7 @@ package components
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -181,7 +182,8 @@ func (r *Resolver) newComponentVersion(job Job) *ComponentVersion {
 }
 
 // readVersion reads one component version through the cache: the tag is
-// looked up once per job (cv.pinned), the content read once per digest.
+// looked up once per job (cv.pinned), the content read once per digest and
+// by that digest, so a job reads what it started with after the tag moved.
 func (r *Resolver) readVersion(ctx context.Context, cv *ComponentVersion, ref versionRef, creds *ocm.DockerConfig) (*Component, error) {
 	repo, err := r.repository(ref.rc, creds)
 	if err != nil {
@@ -195,19 +197,19 @@ func (r *Resolver) readVersion(ctx context.Context, cv *ComponentVersion, ref ve
 		}
 	}
 	v, err := r.cachedVersion(ctx, repo, ref, dg)
+	var nf *ocm.NotFoundError
+	if pinned && errors.As(err, &nf) {
+		return nil, &ChangedDuringJobError{Component: ref.name + ":" + ref.version, Registry: repo.Base, Digest: dg, Err: err}
+	}
 	if err != nil {
 		return nil, err
-	}
-	if pinned && v.Digest != dg {
-		return nil, &ChangedDuringJobError{Component: ref.name + ":" + ref.version, Repository: repo.Base, Started: dg, Now: v.Digest}
 	}
 	cv.read[pin] = v.Digest
 	return r.component(v, repo, ref.rc), nil
 }
 
-// cachedVersion is the version at digest dg from the cache, else read by
-// its tag (kit/ocm reads by tag only): the tag may have moved since dg was
-// resolved, so the caller compares the digest read.
+// cachedVersion is the version at digest dg from the cache, else read from
+// the registry by that digest; its descriptor must be of ref's version.
 func (r *Resolver) cachedVersion(ctx context.Context, repo *ocm.Repository, ref versionRef, dg digest.Digest) (*ocm.Version, error) {
 	key := "cd:" + ref.name + ":" + ref.version + "@" + dg.String()
 	if v, ok := r.memory.get(key); ok {
@@ -219,11 +221,14 @@ func (r *Resolver) cachedVersion(ctx context.Context, repo *ocm.Repository, ref 
 		if v, ok := r.memory.get(key); ok {
 			return v, nil
 		}
-		v, err := ocm.ResolveVersion(ctx, repo, ref.name, ref.version)
+		v, err := ocm.ResolveVersionByDigest(ctx, repo, ref.name, dg)
 		if err != nil {
 			return nil, err
 		}
-		r.memory.put("cd:"+ref.name+":"+ref.version+"@"+v.Digest.String(), v, descriptorSize(v.Descriptor))
+		if got := v.Descriptor.Component.Version; got != ref.version {
+			return nil, fmt.Errorf("component %s:%s in %s: the manifest %s holds version %s", ref.name, ref.version, repo.Base, dg, got)
+		}
+		r.memory.put(key, v, descriptorSize(v.Descriptor))
 		return v, nil
 	})
 	if err != nil {

@@ -23,8 +23,8 @@ const (
 	ReasonComponentInvalid = "ComponentDescriptorInvalid"
 	// ReasonRegistryUnavailable: a registry did not answer; retried.
 	ReasonRegistryUnavailable = "RegistryUnavailable"
-	// ReasonComponentChanged: a component version's tag moved during the
-	// job and the content the job started with is no longer cached.
+	// ReasonComponentChanged: the manifest a job started with is neither
+	// cached nor in the registry any more.
 	ReasonComponentChanged = "ComponentVersionChanged"
 )
 
