@@ -252,7 +252,8 @@ func TestHandedDeletionJobReadsNoInstallation(t *testing.T) {
 			after = append(after, req)
 		}
 	}
-	g.Expect(after).To(BeEmpty(), "the handed deletion job read the installation")
+	g.Expect(after).To(BeEmpty(), "the handed deletion job read the installation; the requests from the first item deletion on:\n%s",
+		strings.Join(log[first:], "\n"))
 	g.Expect(slices.ContainsFunc(log[first:], func(req string) bool {
 		return strings.HasPrefix(req, http.MethodDelete+" ") && strings.Contains(req, execution.ItemObjectName("del-reads", "a"))
 	})).To(BeTrue(), "the job went on reconciling after its first deletion")
