@@ -224,10 +224,13 @@ func (r *Reconciler) newScope(ctx context.Context, exec *lsv1alpha1.Execution) (
 }
 
 // writeStatus writes the execution's status, then what must follow it;
-// an execution that is gone is forgotten instead.
+// an execution that is gone has none to write. What the controller keeps
+// about it is forgotten once its deletion reaches the cache (Reconcile's
+// NotFound): until then a reconcile of the cached, older object still finds
+// the controller's last write (and waits) and its deletion job remembered
+// (and reads no installation).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if s.gone {
-		r.forget(client.ObjectKeyFromObject(s.exec))
 		return nil
 	}
 	// Messages quote item names and other objects' messages: cut, so the
