@@ -109,10 +109,8 @@ deploy_local_overlay() {
     echo "        resources: {requests: {cpu: 5m, memory: 8Mi}, limits: {memory: 32Mi}}"
     echo "        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}"
     for b in "${TERRACE_BINARIES[@]}"; do
-      local help flags=()
-      help="$("${BIN}/${b}" --help 2>&1 || true)"
-      [[ "${help}" == *--allow-loopback-targets* ]] && flags+=(--allow-loopback-targets)
-      [[ "${help}" == *--allow-loopback-registries* ]] && flags+=(--allow-loopback-registries)
+      local flags=()
+      mapfile -t flags < <(loopback_flags "${b}")
       ((${#flags[@]} > 0)) || continue
       echo "- target: {kind: Deployment, name: ${b}}"
       echo "  patch: |-"

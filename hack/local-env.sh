@@ -406,6 +406,18 @@ install_terrace() {
   done
 }
 
+# loopback_flags BINARY prints, one per line, the flags that let BINARY
+# reach loopback addresses, those of the flags it knows: the deployers refuse
+# loopback Targets and registries unless told otherwise, and here every
+# Target and registry is on 127.0.0.1 (the processes' and, through the relay,
+# the pods' of make deploy-local).
+loopback_flags() {
+  local help
+  help="$("${BIN}/$1" --help 2>&1 || true)"
+  [[ "${help}" != *--allow-loopback-targets* ]] || echo --allow-loopback-targets
+  [[ "${help}" != *--allow-loopback-registries* ]] || echo --allow-loopback-registries
+}
+
 start_controllers() {
   local i=0
   for c in "${CONTROLLERS[@]}"; do
@@ -413,13 +425,8 @@ start_controllers() {
     local metrics=$((CONTROLLER_PORT_BASE + 2 * i)) health=$((CONTROLLER_PORT_BASE + 2 * i + 1))
     local pprof=0
     [[ -n "${PPROF_PORT_BASE}" ]] && pprof="127.0.0.1:$((PPROF_PORT_BASE + i))"
-    # The deployers that reach Targets refuse loopback addresses unless told
-    # otherwise; here every Target names this control plane, on 127.0.0.1.
     local extra=()
-    local help
-    help="$("${BIN}/${c}" --help 2>&1 || true)"
-    [[ "${help}" == *--allow-loopback-targets* ]] && extra+=(--allow-loopback-targets)
-    [[ "${help}" == *--allow-loopback-registries* ]] && extra+=(--allow-loopback-registries)
+    mapfile -t extra < <(loopback_flags "${c}")
     LISTEN_PORTS["${c}"]="${metrics} ${health}"
     start "${c}" "${BIN}/${c}" \
       --kubeconfig "${LOCAL}/kubeconfigs/${c}.kubeconfig" \
